@@ -470,6 +470,9 @@ fn scalar_text(v: &Value) -> Option<String> {
 /// - Values are always strings; the readers above accept `"true"` and `"15"`.
 /// - `prefix_filter`: when set, only variables starting with it (case-insensitively) are used, with the
 ///   prefix removed (ASP.NET's `AddEnvironmentVariables(prefix)`).
+/// - `McpApps` and `McpCompatibility` live at the top level or under `OpenClaw` (the latter wins when
+///   both exist). So that the variable always wins whichever form it uses, a variable addressing one
+///   location also sets the other location when that one exists in the config.
 /// - Only variables whose first segment names a top-level key already in the config or one of
 ///   [`KNOWN_SECTIONS`] are applied, so unrelated variables (`PATH`, `HOME`, …) never enter the config.
 ///
@@ -499,11 +502,35 @@ pub fn apply_env_overrides(
         if !known {
             continue;
         }
+        if let Some(alt) = alias_path(config, &segments) {
+            set_path(config, &alt, value.clone());
+        }
         set_path(config, &segments, value);
         tracing::debug!(variable = %name, "applied environment override");
         applied.push(name);
     }
     applied
+}
+
+/// Sections with two homes (top level and under `OpenClaw`).
+const ALIASED_SECTIONS: &[&str] = &["McpApps", "McpCompatibility"];
+
+/// The other home of an aliased section, when it exists in the config.
+fn alias_path<'s>(config: &Value, segments: &[&'s str]) -> Option<Vec<&'s str>> {
+    let is_aliased = |s: &str| ALIASED_SECTIONS.iter().any(|a| a.eq_ignore_ascii_case(s));
+    let root = config.as_object()?;
+    if segments.len() >= 2 && is_aliased(segments[0]) {
+        let openclaw = get_ci(root, "OpenClaw")?.as_object()?;
+        get_ci(openclaw, segments[0])?;
+        let mut alt = vec!["OpenClaw"];
+        alt.extend_from_slice(segments);
+        return Some(alt);
+    }
+    if segments.len() >= 3 && segments[0].eq_ignore_ascii_case("OpenClaw") && is_aliased(segments[1]) {
+        get_ci(root, segments[1])?;
+        return Some(segments[1..].to_vec());
+    }
+    None
 }
 
 fn strip_prefix_ci<'a>(name: &'a str, prefix: Option<&str>) -> Option<&'a str> {
@@ -811,6 +838,25 @@ mod tests {
         assert_eq!(v["Custom"]["K"], "1", "an existing top-level key may be addressed");
         assert!(v["McpApps"].get("Enabled").is_none(), "no prefix, not applied");
         assert_eq!(cfg(v).allow, ["only"]);
+    }
+
+    #[test]
+    fn env_overrides_win_whichever_home_they_address() {
+        let both = json!({"McpApps": {"Enabled": true}, "OpenClaw": {"McpApps": {"Enabled": true}}});
+        let mut v = both.clone();
+        apply_env_overrides(&mut v, env(&[("McpApps__Enabled", "false")]), None);
+        assert!(!cfg(v).enabled, "top-level form overrides the OpenClaw section too");
+        let mut v = json!({"McpApps": {"Enabled": true}});
+        apply_env_overrides(&mut v, env(&[("OpenClaw__McpApps__Enabled", "false")]), None);
+        assert_eq!(v["McpApps"]["Enabled"], "false");
+        assert!(!cfg(v).enabled);
+        let mut v = json!({"OpenClaw": {"McpCompatibility": {"ForceLegacyInitialize": false}}});
+        apply_env_overrides(&mut v, env(&[("McpCompatibility__ForceLegacyInitialize", "true")]), None);
+        assert!(McpCompatibility::from_config(&v).force_legacy_initialize);
+        // No alternate home in the config: only the addressed location is created.
+        let mut v = json!({});
+        apply_env_overrides(&mut v, env(&[("McpApps__Enabled", "true")]), None);
+        assert_eq!(v, json!({"McpApps": {"Enabled": "true"}}));
     }
 
     #[test]
