@@ -1,0 +1,119 @@
+//! The host's side of a created module: the sink the module logs and reports events through, and
+//! typed async wrappers over the module's calls.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::RStr;
+use host_abi::{
+    AbiError, AppDescriptor, HostSink, HostSink_TO, LogLevel, LogRecord, ModuleConfig, ModuleEvent, ModuleInstanceBox,
+    ToolDescriptor,
+};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::module_loader::LoadedModule;
+
+/// A module event, owned by the host.
+#[derive(Debug, Clone)]
+pub struct HostEvent {
+    pub kind: String,
+    pub app_id: String,
+    pub payload: Value,
+}
+
+/// Receives the module's logs and events. Called on module threads: never blocks.
+struct GatewaySink {
+    events: broadcast::Sender<HostEvent>,
+}
+
+fn log_level(level: LogLevel) -> log::Level {
+    match level {
+        LogLevel::Error => log::Level::Error,
+        LogLevel::Warn => log::Level::Warn,
+        LogLevel::Info => log::Level::Info,
+        LogLevel::Debug => log::Level::Debug,
+        LogLevel::Trace => log::Level::Trace,
+    }
+}
+
+impl HostSink for GatewaySink {
+    fn log_enabled(&self, level: LogLevel, target: RStr<'_>) -> bool {
+        let metadata = log::Metadata::builder().level(log_level(level)).target(target.as_str()).build();
+        log::logger().enabled(&metadata)
+    }
+
+    /// Module records enter the host's `tracing` subscriber through the `log` bridge, which keeps
+    /// their dynamic targets (`tracing` itself only takes static ones).
+    fn log(&self, record: LogRecord) {
+        let fields = if record.fields_json.as_str() == "{}" { "" } else { record.fields_json.as_str() };
+        let sep = if fields.is_empty() { "" } else { " " };
+        log::logger().log(
+            &log::Record::builder()
+                .level(log_level(record.level))
+                .target(record.target.as_str())
+                .args(format_args!("{}{sep}{fields}", record.message))
+                .build(),
+        );
+    }
+
+    fn event(&self, event: ModuleEvent) {
+        let payload = serde_json::from_str(event.payload_json.as_str()).unwrap_or(Value::Null);
+        // No receivers is normal (nobody listening yet); never block the module's thread.
+        let _ = self.events.send(HostEvent { kind: event.kind.into_string(), app_id: event.app_id.into_string(), payload });
+    }
+}
+
+/// A created module instance plus the host's view of it.
+pub struct ModuleHost {
+    pub loaded: LoadedModule,
+    instance: ModuleInstanceBox,
+    events: broadcast::Sender<HostEvent>,
+    next_call_id: AtomicU64,
+}
+
+impl ModuleHost {
+    /// Creates the module's instance from the effective configuration.
+    pub fn create(loaded: LoadedModule, config: ModuleConfig) -> Result<Arc<ModuleHost>, AbiError> {
+        let (events, _) = broadcast::channel(1024);
+        let sink = HostSink_TO::from_value(GatewaySink { events: events.clone() }, TD_Opaque);
+        let instance = (loaded.root.create())(config, sink).into_result()?;
+        Ok(Arc::new(ModuleHost { loaded, instance, events, next_call_id: AtomicU64::new(1) }))
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
+        self.events.subscribe()
+    }
+
+    /// A fresh id for a call that may be cancelled.
+    pub fn next_call_id(&self) -> u64 {
+        self.next_call_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub fn instance(&self) -> &ModuleInstanceBox {
+        &self.instance
+    }
+
+    pub async fn list_apps(&self) -> Result<Vec<AppDescriptor>, AbiError> {
+        Ok(self.instance.list_apps().await.into_result()?.into_vec())
+    }
+
+    pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, AbiError> {
+        Ok(self.instance.list_tools().await.into_result()?.into_vec())
+    }
+
+    pub async fn reload(&self) -> Result<Value, AbiError> {
+        let report = self.instance.reload().await.into_result()?;
+        Ok(serde_json::from_str(report.as_str()).unwrap_or(Value::Null))
+    }
+
+    pub async fn invoke(&self, method: &str, params: &Value) -> Result<Value, AbiError> {
+        let out = self.instance.invoke(method.into(), params.to_string().into()).await.into_result()?;
+        Ok(serde_json::from_str(out.as_str()).unwrap_or(Value::Null))
+    }
+
+    pub async fn shutdown(&self) -> Result<(), AbiError> {
+        self.instance.shutdown().await.into_result()
+    }
+}

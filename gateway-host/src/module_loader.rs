@@ -1,0 +1,142 @@
+//! Loading the MCP App module library and refusing incompatible ones with a short message (SPEC R3).
+//!
+//! abi_stable checks the interface's layout and version when the root module is initialised; its
+//! raw incompatibility report is a ~1,200-line layout dump, so [`LoadError`] keeps only what a
+//! person needs: the path, both versions, and the last lines of the report.
+
+use std::path::{Path, PathBuf};
+
+use abi_stable::library::{lib_header_from_path, LibraryError};
+use host_abi::{McpAppModule_Ref, ModuleInfo, ABI_VERSION, INTERFACE_VERSION};
+use serde::Serialize;
+
+/// A loaded module library: its root module and identity.
+pub struct LoadedModule {
+    pub root: McpAppModule_Ref,
+    pub info: ModuleInfo,
+    pub path: PathBuf,
+}
+
+/// What `module-info` and `/healthz` report about the module.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModuleSummary {
+    pub name: String,
+    pub version: String,
+    pub abi_version: u32,
+    pub path: String,
+}
+
+impl LoadedModule {
+    pub fn summary(&self) -> ModuleSummary {
+        ModuleSummary {
+            name: self.info.name.to_string(),
+            version: self.info.version.to_string(),
+            abi_version: self.info.abi_version,
+            path: self.path.display().to_string(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("module not found: {0}")]
+    Missing(PathBuf),
+    #[error("cannot load {path} as a library: {reason}")]
+    NotALibrary { path: PathBuf, reason: String },
+    #[error("{path} is not an MCP App module (it exports no abi_stable root module)")]
+    NotAModule { path: PathBuf },
+    #[error(
+        "module {path} is incompatible: it was built against host-abi {module_version}, \
+         this gateway uses host-abi {host_version}"
+    )]
+    IncompatibleVersion { path: PathBuf, module_version: String, host_version: String },
+    #[error(
+        "module {path} is incompatible with this gateway's interface (host-abi {host_version}, ABI {host_abi}):\n  {detail}"
+    )]
+    IncompatibleLayout { path: PathBuf, host_version: String, host_abi: u32, detail: String },
+    #[error(
+        "module {path} speaks ABI version {module_abi} (host-abi {module_version}), \
+         this gateway speaks ABI version {host_abi} (host-abi {host_version})"
+    )]
+    IncompatibleAbi { path: PathBuf, module_abi: u32, module_version: String, host_abi: u32, host_version: String },
+    #[error("cannot load module {path}: {detail}")]
+    Other { path: PathBuf, detail: String },
+}
+
+/// The default module path: `libmcpapp_plugin.so` beside the running executable.
+pub fn default_module_path() -> PathBuf {
+    let file = format!("{}mcpapp_plugin{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX);
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(file)
+}
+
+/// Loads the module at `path`, checking layout, interface version and semantic ABI version.
+///
+/// Each distinct file is loaded once per process and never unloaded; load each module version
+/// from its own file name.
+pub fn load(path: &Path) -> Result<LoadedModule, LoadError> {
+    let path = path.to_path_buf();
+    if !path.exists() {
+        return Err(LoadError::Missing(path));
+    }
+    let path = path.canonicalize().unwrap_or(path);
+    let header = lib_header_from_path(&path).map_err(|e| classify(&path, e))?;
+    let root = header.init_root_module::<McpAppModule_Ref>().map_err(|e| classify(&path, e))?;
+    let info = (root.info())();
+    if info.abi_version != ABI_VERSION {
+        return Err(LoadError::IncompatibleAbi {
+            path,
+            module_abi: info.abi_version,
+            module_version: info.interface_version.to_string(),
+            host_abi: ABI_VERSION,
+            host_version: INTERFACE_VERSION.to_string(),
+        });
+    }
+    Ok(LoadedModule { root, info, path })
+}
+
+fn classify(path: &Path, err: LibraryError) -> LoadError {
+    let path = path.to_path_buf();
+    match err {
+        LibraryError::OpenError { err, .. } => LoadError::NotALibrary { path, reason: first_line(&err.to_string()) },
+        LibraryError::GetSymbolError { .. } => LoadError::NotAModule { path },
+        LibraryError::IncompatibleVersionNumber { expected_version, actual_version, .. } => {
+            LoadError::IncompatibleVersion {
+                path,
+                module_version: actual_version.to_string(),
+                host_version: expected_version.to_string(),
+            }
+        }
+        LibraryError::AbiInstability(report) => LoadError::IncompatibleLayout {
+            path,
+            host_version: INTERFACE_VERSION.to_string(),
+            host_abi: ABI_VERSION,
+            detail: summarize_instability(&report.to_string()),
+        },
+        other => LoadError::Other { path, detail: first_line(&other.to_string()) },
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(300).collect()
+}
+
+/// The useful part of abi_stable's layout report is at its end ("too many fields", "incompatible
+/// type size", with expected/found): keep the last few meaningful lines, each cut short.
+fn summarize_instability(report: &str) -> String {
+    let lines: Vec<&str> = report
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.chars().all(|c| matches!(c, '-' | '=' | '{' | '}' | ',')))
+        .collect();
+    let start = lines.len().saturating_sub(4);
+    lines[start..]
+        .iter()
+        .map(|l| l.chars().take(200).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}

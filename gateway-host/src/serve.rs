@@ -1,0 +1,161 @@
+//! Starting the gateway: configuration → module → HTTP listeners, and the orderly shutdown that
+//! stops every app before the process exits.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use host_abi::ModuleConfig;
+
+use crate::http::{self, GatewayState};
+use crate::module_host::ModuleHost;
+use crate::module_loader::{self, LoadedModule};
+use crate::settings::Settings;
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+pub const DEFAULT_URLS: &str = "http://127.0.0.1:5000";
+pub const GATEWAY_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `--module`, else `Gateway.ModulePath` (relative to the configuration's folder), else the
+/// library beside the executable.
+pub fn module_path(settings: &Settings, cli: Option<&Path>) -> PathBuf {
+    if let Some(p) = cli {
+        return p.to_path_buf();
+    }
+    match settings.get_str("Gateway:ModulePath") {
+        Some(p) => settings.resolve_path(&p),
+        None => module_loader::default_module_path(),
+    }
+}
+
+/// Loads configuration and module, as every command does.
+pub fn load(config: Option<&Path>, module: Option<&Path>) -> Result<(Settings, LoadedModule), BoxError> {
+    let settings = Settings::load(config)?;
+    let loaded = module_loader::load(&module_path(&settings, module))?;
+    Ok((settings, loaded))
+}
+
+/// The configuration handed to the module.
+pub fn module_config(settings: &Settings) -> ModuleConfig {
+    let data_dir = settings
+        .get_str("Gateway:DataDir")
+        .map(|d| settings.resolve_path(&d))
+        .unwrap_or_else(|| settings.config_dir.join(".gateway-data"));
+    ModuleConfig {
+        config_json: settings.effective.to_string().into(),
+        config_dir: settings.config_dir.display().to_string().into(),
+        data_dir: data_dir.display().to_string().into(),
+        host_version: GATEWAY_VERSION.into(),
+        extra_json: "{}".into(),
+    }
+}
+
+/// Creates the module instance on a runtime of the host's.
+pub fn create_module(settings: &Settings, loaded: LoadedModule) -> Result<Arc<ModuleHost>, BoxError> {
+    let path = loaded.path.clone();
+    ModuleHost::create(loaded, module_config(settings))
+        .map_err(|e| format!("module {} refused to start: {e}", path.display()).into())
+}
+
+pub fn module_info(config: Option<&Path>, module: Option<&Path>) -> Result<(), BoxError> {
+    let (_, loaded) = load(config, module)?;
+    println!("{}", serde_json::to_string(&loaded.summary())?);
+    Ok(())
+}
+
+/// Parses `Gateway.Urls` / `--urls`: `;`-separated `http://host:port` entries (ASP.NET style).
+pub fn parse_urls(urls: &str) -> Result<Vec<SocketAddr>, BoxError> {
+    let mut out = Vec::new();
+    for url in urls.split(';').map(str::trim).filter(|u| !u.is_empty()) {
+        let rest = if let Some(rest) = url.strip_prefix("http://") {
+            rest
+        } else if url.starts_with("https://") {
+            return Err(format!("{url}: https is not served directly; terminate TLS in a reverse proxy").into());
+        } else {
+            return Err(format!("{url}: expected http://HOST:PORT").into());
+        };
+        let hostport = rest.trim_end_matches('/');
+        let hostport = hostport.replacen("localhost:", "127.0.0.1:", 1);
+        let addr: SocketAddr =
+            hostport.parse().map_err(|_| format!("{url}: expected http://IP:PORT (e.g. http://127.0.0.1:5000)"))?;
+        out.push(addr);
+    }
+    if out.is_empty() {
+        return Err("no URL to listen on (Gateway.Urls / --urls is empty)".into());
+    }
+    Ok(out)
+}
+
+pub fn run(config: Option<&Path>, module: Option<&Path>, urls: Option<&str>) -> Result<(), BoxError> {
+    let (settings, loaded) = load(config, module)?;
+    let urls = urls.map(str::to_string).or_else(|| settings.get_str("Gateway:Urls")).unwrap_or(DEFAULT_URLS.into());
+    let addrs = parse_urls(&urls)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("gateway").build()?;
+    runtime.block_on(serve(settings, loaded, addrs))
+}
+
+async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>) -> Result<(), BoxError> {
+    let summary = loaded.summary();
+    tracing::info!(
+        "Loaded module {} {} (ABI {}) from {}",
+        summary.name,
+        summary.version,
+        summary.abi_version,
+        summary.path
+    );
+    let mut listeners = Vec::new();
+    for addr in &addrs {
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        listeners.push(listener);
+    }
+    let bound: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
+    let module = create_module(&settings, loaded)?;
+    let state = Arc::new(GatewayState::new(module.clone(), settings, summary, bound.clone()));
+    let router = http::router(state.clone());
+
+    // Apps start in the background so that the gateway answers /healthz while they connect.
+    let starter = module.clone();
+    tokio::spawn(async move {
+        if let Err(e) = starter.reload().await {
+            tracing::error!("starting MCP Apps failed: {e}");
+        }
+    });
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut servers = Vec::new();
+    for listener in listeners {
+        let addr = listener.local_addr()?;
+        tracing::info!("Gateway listening on http://{addr}");
+        let mut stop = stop_rx.clone();
+        let app = router.clone().into_make_service_with_connect_info::<SocketAddr>();
+        servers.push(tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                })
+                .await
+        }));
+    }
+
+    shutdown_signal().await;
+    tracing::info!("Gateway shutting down");
+    let _ = stop_tx.send(true);
+    if let Err(e) = module.shutdown().await {
+        tracing::warn!("module shutdown reported: {e}");
+    }
+    for server in servers {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), server).await;
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

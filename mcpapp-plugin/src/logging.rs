@@ -1,0 +1,115 @@
+//! Forwards the module's `tracing` events to the host (SPEC R5).
+//!
+//! The module library has its own copy of `tracing`'s global dispatcher, so events recorded here
+//! would go nowhere unless the module installs a subscriber of its own. That subscriber hands every
+//! enabled event to the host's [`HostSink`](host_abi::HostSink) with its target preserved. The sink
+//! lives in a global slot so that a module re-created in the same process (libraries are never
+//! unloaded) forwards to the newest host sink.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use host_abi::{HostSinkBox, LogLevel, LogRecord};
+use once_cell::sync::OnceCell;
+use parking_lot::RwLock;
+use serde_json::{Map, Value};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::Layer;
+
+static SINK: RwLock<Option<Arc<HostSinkBox>>> = RwLock::new(None);
+static INSTALLED: OnceCell<()> = OnceCell::new();
+
+/// Points the module's logs at `sink` (installing the module's subscriber on first use).
+pub fn install(sink: Arc<HostSinkBox>) {
+    *SINK.write() = Some(sink);
+    INSTALLED.get_or_init(|| {
+        let subscriber = tracing_subscriber::registry().with(HostForwardLayer);
+        if tracing::subscriber::set_global_default(subscriber).is_err() {
+            // Only possible if something else in this library set one first; logs still flow
+            // wherever that one sends them.
+            eprintln!("mcpapp-plugin: a tracing subscriber was already installed in the module");
+        }
+    });
+}
+
+/// Stops forwarding (used at shutdown so no host code runs after the host dropped its sink).
+pub fn uninstall() {
+    *SINK.write() = None;
+}
+
+fn current_sink() -> Option<Arc<HostSinkBox>> {
+    SINK.read().clone()
+}
+
+fn level_of(level: &Level) -> LogLevel {
+    match *level {
+        Level::ERROR => LogLevel::Error,
+        Level::WARN => LogLevel::Warn,
+        Level::INFO => LogLevel::Info,
+        Level::DEBUG => LogLevel::Debug,
+        Level::TRACE => LogLevel::Trace,
+    }
+}
+
+struct HostForwardLayer;
+
+impl<S: Subscriber> Layer<S> for HostForwardLayer {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> tracing::subscriber::Interest {
+        // The host's filter may change at run time, so ask per event.
+        tracing::subscriber::Interest::sometimes()
+    }
+
+    fn enabled(&self, metadata: &Metadata<'_>, _: Context<'_, S>) -> bool {
+        match current_sink() {
+            Some(sink) => sink.log_enabled(level_of(metadata.level()), metadata.target().into()),
+            None => false,
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        let Some(sink) = current_sink() else { return };
+        let mut visitor = FieldCollector::default();
+        event.record(&mut visitor);
+        let meta = event.metadata();
+        sink.log(LogRecord {
+            level: level_of(meta.level()),
+            target: meta.target().into(),
+            message: visitor.message.into(),
+            fields_json: Value::Object(visitor.fields).to_string().into(),
+        });
+    }
+}
+
+#[derive(Default)]
+struct FieldCollector {
+    message: String,
+    fields: Map<String, Value>,
+}
+
+impl Visit for FieldCollector {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.message.push_str(value);
+        } else {
+            self.fields.insert(field.name().to_string(), Value::from(value));
+        }
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.fields.insert(field.name().to_string(), Value::from(value));
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.fields.insert(field.name().to_string(), Value::from(value));
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.fields.insert(field.name().to_string(), Value::from(value));
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.message, "{value:?}");
+        } else {
+            self.fields.insert(field.name().to_string(), Value::from(format!("{value:?}")));
+        }
+    }
+}
