@@ -1,7 +1,7 @@
 //! `completion/complete`: suggestions for prompt arguments and resource-template variables.
 //!
-//! Ids are matched by prefix of the id or by a substring of the name, so typing "down" offers the
-//! Downtown Market's id.
+//! Ids are matched by prefix of the id or by the start of a word of the name, so typing "down"
+//! offers the Downtown Market's id and "3" offers products 3 and 30.
 
 use rmcp::model::{CompleteRequestParams, CompleteResult, CompletionInfo, Reference};
 
@@ -10,11 +10,17 @@ use super::resources::{PRODUCT_DETAILS_TEMPLATE, STORE_SUMMARY_TEMPLATE};
 use crate::data::InventoryService;
 use crate::model::Urgency;
 
+/// True when `label` (or one of its words) starts with `typed` (lowercase).
+fn word_prefix(label: &str, typed: &str) -> bool {
+    let label = label.to_lowercase();
+    label.starts_with(typed) || label.split_whitespace().any(|w| w.starts_with(typed))
+}
+
 fn matching(candidates: impl IntoIterator<Item = (String, String)>, typed: &str) -> Vec<String> {
     let typed = typed.trim().to_lowercase();
     candidates
         .into_iter()
-        .filter(|(id, label)| typed.is_empty() || id.starts_with(&typed) || label.to_lowercase().contains(&typed))
+        .filter(|(id, label)| typed.is_empty() || id.starts_with(&typed) || word_prefix(label, &typed))
         .map(|(id, _)| id)
         .collect()
 }
@@ -25,7 +31,7 @@ fn store_ids(service: &InventoryService, typed: &str) -> Vec<String> {
 
 fn product_ids(service: &InventoryService, typed: &str) -> Vec<String> {
     matching(
-        service.all_products().iter().map(|p| (p.id.to_string(), format!("{} {}", p.name, p.sku))),
+        service.all_products().iter().map(|p| (p.id.to_string(), p.name.clone())),
         typed,
     )
 }
@@ -43,7 +49,7 @@ fn terms(typed: &str) -> Vec<String> {
     GLOSSARY
         .iter()
         .map(|(t, _)| t.to_string())
-        .filter(|t| t.contains(&typed))
+        .filter(|t| typed.is_empty() || word_prefix(t, &typed))
         .collect()
 }
 
@@ -69,4 +75,16 @@ pub fn complete(service: &InventoryService, request: &CompleteRequestParams) -> 
     let values: Vec<String> = values.into_iter().take(CompletionInfo::MAX_VALUES).collect();
     let has_more = (values.len() as u32) < total;
     CompleteResult::new(CompletionInfo::with_pagination(values, Some(total), has_more).expect("at most MAX_VALUES"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_prefixes_match() {
+        assert!(word_prefix("Downtown Market", "down"));
+        assert!(word_prefix("safety stock", "stock"));
+        assert!(!word_prefix("routine", "e"));
+    }
 }

@@ -176,12 +176,14 @@ pub struct LowStockOut {
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct InventoryChangeOut {
     pub item: InventoryView,
     pub previous_quantity: i64,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct RecommendationsOut {
     pub recommendations: Vec<RestockRecommendation>,
     pub total_estimated_cost: f64,
