@@ -52,9 +52,10 @@ pub enum LoadError {
     )]
     IncompatibleVersion { path: PathBuf, module_version: String, host_version: String },
     #[error(
-        "module {path} is incompatible with this gateway's interface (host-abi {host_version}, ABI {host_abi}):\n  {detail}"
+        "module {path} is incompatible: its interface (host-abi {module_version}) does not match this \
+         gateway's (host-abi {host_version}, ABI {host_abi}):\n  {detail}"
     )]
-    IncompatibleLayout { path: PathBuf, host_version: String, host_abi: u32, detail: String },
+    IncompatibleLayout { path: PathBuf, module_version: String, host_version: String, host_abi: u32, detail: String },
     #[error(
         "module {path} speaks ABI version {module_abi} (host-abi {module_version}), \
          this gateway speaks ABI version {host_abi} (host-abi {host_version})"
@@ -84,8 +85,9 @@ pub fn load(path: &Path) -> Result<LoadedModule, LoadError> {
         return Err(LoadError::Missing(path));
     }
     let path = path.canonicalize().unwrap_or(path);
-    let header = lib_header_from_path(&path).map_err(|e| classify(&path, e))?;
-    let root = header.init_root_module::<McpAppModule_Ref>().map_err(|e| classify(&path, e))?;
+    let header = lib_header_from_path(&path).map_err(|e| classify(&path, "", e))?;
+    let module_version = header.version_strings().version.to_string();
+    let root = header.init_root_module::<McpAppModule_Ref>().map_err(|e| classify(&path, &module_version, e))?;
     let info = (root.info())();
     if info.abi_version != ABI_VERSION {
         return Err(LoadError::IncompatibleAbi {
@@ -99,7 +101,9 @@ pub fn load(path: &Path) -> Result<LoadedModule, LoadError> {
     Ok(LoadedModule { root, info, path })
 }
 
-fn classify(path: &Path, err: LibraryError) -> LoadError {
+/// Maps abi_stable's errors to short ones. `module_version` is the interface version the library
+/// declares (empty before its header was read).
+fn classify(path: &Path, module_version: &str, err: LibraryError) -> LoadError {
     let path = path.to_path_buf();
     match err {
         LibraryError::OpenError { err, .. } => LoadError::NotALibrary { path, reason: first_line(&err.to_string()) },
@@ -113,6 +117,7 @@ fn classify(path: &Path, err: LibraryError) -> LoadError {
         }
         LibraryError::AbiInstability(report) => LoadError::IncompatibleLayout {
             path,
+            module_version: module_version.to_string(),
             host_version: INTERFACE_VERSION.to_string(),
             host_abi: ABI_VERSION,
             detail: summarize_instability(&report.to_string()),

@@ -14,16 +14,26 @@ use host_abi::{
     ModuleInstanceBox, RResult,
 };
 
+pub mod app_server;
+pub mod catalog;
 pub mod config;
 pub mod containment;
 pub mod discovery;
+pub mod events;
 pub mod faults;
+pub mod forward;
 pub mod install_state;
 pub mod instance;
 pub mod logging;
 pub mod manifest;
 pub mod policy;
+pub mod process;
+pub mod registry;
 pub mod runtime;
+pub mod tool_bridge;
+pub mod upstream;
+pub mod validate;
+pub mod watcher;
 
 pub const MODULE_NAME: &str = env!("CARGO_PKG_NAME");
 pub const MODULE_VERSION: &str = env!("CARGO_PKG_VERSION");

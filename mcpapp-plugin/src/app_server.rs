@@ -1,0 +1,436 @@
+//! One app's life (the seed's McpAppServer): connect, enumerate, serve calls, supervise, stop.
+//!
+//! Invariants:
+//! - At most one live session per app; start and stop are serialised by `op_lock`.
+//! - Every start bumps `generation`; a supervisor or delayed restart acting for an older
+//!   generation does nothing, so a stop or a newer start always wins.
+//! - When a session is lost, `closing` fires first, so calls in flight end at once with an error
+//!   instead of waiting for their timeout (SPEC R17).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::catalog::{self, Catalog};
+use crate::events::EventSink;
+use crate::install_state::{AppState, InstallState};
+use crate::manifest::{Manifest, Transport};
+use crate::process::AppProcess;
+use crate::upstream::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
+
+/// Crash-loop cap (SPEC R17): this many losses within [`CRASH_WINDOW`] keep the app Failed until an
+/// explicit start or reload.
+pub const CRASH_LIMIT: usize = 3;
+pub const CRASH_WINDOW: Duration = Duration::from_secs(300);
+const BACKOFF_BASE: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How often an http app without a process of ours is pinged to notice that it stopped answering.
+const HTTP_PING_INTERVAL: Duration = Duration::from_secs(5);
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Settings shared by every app of one module instance.
+pub struct AppContext {
+    pub events: EventSink,
+    pub relaxed_schema: bool,
+    pub force_legacy_initialize: bool,
+    pub host_version: String,
+}
+
+/// Why a call to an app did not produce an answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("McpApp '{app}' is not running (state: {state})")]
+    NotRunning { app: String, state: AppState },
+    #[error("McpApp '{app}': {reason}")]
+    Lost { app: String, reason: String },
+    #[error("McpApp '{app}': call cancelled")]
+    Cancelled { app: String },
+    #[error("McpApp '{app}': {source}")]
+    Upstream { app: String, source: UpstreamError },
+}
+
+/// A connected session and what it offers.
+pub struct Live {
+    pub session: Session,
+    pub catalog: RwLock<Catalog>,
+    /// Fires when the session is lost or being stopped.
+    closing: CancellationToken,
+    closing_reason: Mutex<Option<String>>,
+    /// Asks the supervisor to stop the app.
+    stop: CancellationToken,
+    stopped: Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+impl Live {
+    fn close_with(&self, reason: &str) {
+        self.closing_reason.lock().get_or_insert_with(|| reason.to_string());
+        self.closing.cancel();
+        self.session.close();
+    }
+
+    fn closing_reason(&self) -> String {
+        self.closing_reason.lock().clone().unwrap_or_else(|| "the app's session was closed".to_string())
+    }
+}
+
+#[derive(Default)]
+struct Supervision {
+    crashes: VecDeque<Instant>,
+    held: bool,
+}
+
+pub struct AppServer {
+    ctx: Arc<AppContext>,
+    pub key: String,
+    install: Mutex<InstallState>,
+    live: RwLock<Option<Arc<Live>>>,
+    supervision: Mutex<Supervision>,
+    generation: AtomicU64,
+    op_lock: tokio::sync::Mutex<()>,
+}
+
+impl AppServer {
+    pub fn new(ctx: Arc<AppContext>, install: InstallState) -> Arc<AppServer> {
+        Arc::new(AppServer {
+            ctx,
+            key: install.key.clone(),
+            install: Mutex::new(install),
+            live: RwLock::new(None),
+            supervision: Mutex::new(Supervision::default()),
+            generation: AtomicU64::new(0),
+            op_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    pub fn install_state(&self) -> InstallState {
+        self.install.lock().clone()
+    }
+
+    pub fn state(&self) -> AppState {
+        self.install.lock().state
+    }
+
+    pub fn live(&self) -> Option<Arc<Live>> {
+        self.live.read().clone()
+    }
+
+    pub fn catalog(&self) -> Option<Catalog> {
+        self.live().map(|l| l.catalog.read().clone())
+    }
+
+    /// Moves the lifecycle, logging and reporting the change to the host.
+    fn transition(&self, to: AppState, reason: &str) {
+        let (from, last_error) = {
+            let mut st = self.install.lock();
+            let from = st.state;
+            let result = if to == AppState::Failed { st.fail(reason) } else { st.transition(to, reason) };
+            if result.is_err() {
+                return;
+            }
+            (from, st.last_error.clone())
+        };
+        self.ctx.events.state_changed(&self.key, from, to, last_error.as_deref());
+    }
+
+    fn manifest(&self) -> Option<Manifest> {
+        self.install.lock().manifest.clone()
+    }
+
+    /// Starts the app unless it runs already. `explicit` clears a crash-loop hold.
+    pub async fn start(self: &Arc<Self>, explicit: bool) -> Result<(), String> {
+        let _op = self.op_lock.lock().await;
+        if explicit {
+            *self.supervision.lock() = Supervision::default();
+        }
+        let state = self.state();
+        match state {
+            AppState::Running => return Ok(()),
+            AppState::Disabled => {
+                let why = self.install.lock().disabled_reason.clone().unwrap_or_default();
+                return Err(format!("McpApp '{}' is disabled: {why}", self.key));
+            }
+            _ => {}
+        }
+        let has_validation_errors = !self.install.lock().validation_errors.is_empty();
+        let Some(manifest) = self.manifest().filter(|_| !has_validation_errors) else {
+            let errors = self.install.lock().validation_error_strings().join("; ");
+            return Err(format!("McpApp '{}' cannot start: its manifest is invalid: {errors}", self.key));
+        };
+        let generation = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.transition(AppState::Loaded, "starting");
+        tracing::info!(app = %self.key, "Connecting to McpApp '{}' via {}", self.key, manifest.transport.as_str());
+        let startup = Duration::from_secs(manifest.startup_timeout_seconds);
+        let attempt = tokio::time::timeout(startup, self.connect(&manifest));
+        match attempt.await {
+            Ok(Ok((live, process, signals))) => {
+                let live = Arc::new(live);
+                let (counts, skipped) = {
+                    let c = live.catalog.read();
+                    ((c.tools.len(), c.resources.len() + c.resource_templates.len(), c.prompts.len()), c.skipped_tools.len())
+                };
+                *self.live.write() = Some(live.clone());
+                self.transition(AppState::Running, "connected");
+                tracing::info!(
+                    app = %self.key,
+                    skipped_tools = skipped,
+                    "McpApp '{}' connected: {} tools, {} resources, {} prompts",
+                    self.key,
+                    counts.0,
+                    counts.1,
+                    counts.2
+                );
+                self.ctx.events.tools_changed(&self.key);
+                let (done_tx, done_rx) = oneshot::channel();
+                *live.stopped.lock() = Some(done_rx);
+                let me = self.clone();
+                tokio::spawn(async move { me.supervise(generation, live, process, signals, done_tx).await });
+                Ok(())
+            }
+            Ok(Err(e)) => {
+                let msg = format!("failed to start: {e}");
+                self.transition(AppState::Failed, &msg);
+                Err(format!("McpApp '{}' {msg}", self.key))
+            }
+            Err(_) => {
+                let msg = format!("did not become ready within its startup timeout of {}s", startup.as_secs());
+                self.transition(AppState::Failed, &msg);
+                Err(format!("McpApp '{}' {msg}", self.key))
+            }
+        }
+    }
+
+    /// Launches (when needed) and connects, then enumerates. Dropping this future part-way (the
+    /// startup timeout) drops the process, which kills its group.
+    async fn connect(
+        &self,
+        manifest: &Manifest,
+    ) -> Result<(Live, Option<AppProcess>, mpsc::UnboundedReceiver<UpstreamSignal>), UpstreamError> {
+        let (signal_tx, signals) = mpsc::unbounded_channel();
+        let (lifecycle, protocol) = upstream::lifecycle_for(manifest, self.ctx.force_legacy_initialize);
+        let handler = || {
+            UpstreamHandler::new(&self.key, self.ctx.events.clone(), signal_tx.clone(), protocol.clone(), &self.ctx.host_version)
+        };
+        let spawn_err = |e: crate::process::SpawnError| UpstreamError::Connect(e.to_string());
+        let (service, process) = match manifest.transport {
+            Transport::Stdio => {
+                let mut process = AppProcess::spawn(manifest, &self.key, true).map_err(spawn_err)?;
+                let service = upstream::connect_stdio(&mut process, handler(), lifecycle).await?;
+                (service, Some(process))
+            }
+            Transport::Http => {
+                let url = manifest.url.clone().unwrap_or_default();
+                let mut process = match manifest.launches_process() {
+                    true => Some(AppProcess::spawn(manifest, &self.key, false).map_err(spawn_err)?),
+                    false => None,
+                };
+                // A launched app needs a moment to bind its port: retry until it answers, it
+                // exits, or the startup timeout (around this future) runs out.
+                let service = loop {
+                    match upstream::connect_http(&url, &manifest.headers, handler(), lifecycle.clone()).await {
+                        Ok(service) => break service,
+                        Err(e) => {
+                            let Some(p) = process.as_mut() else { return Err(e) };
+                            if let Some(exit) = p.try_exit() {
+                                return Err(UpstreamError::Connect(format!("{exit} before accepting connections ({e})")));
+                            }
+                            tracing::debug!(app = %self.key, "waiting for {url}: {e}");
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                        }
+                    }
+                };
+                (service, process)
+            }
+        };
+        let session = Session { service, request_timeout: Duration::from_secs(manifest.request_timeout_seconds) };
+        let catalog = catalog::enumerate(&session, &self.key, self.ctx.relaxed_schema).await?;
+        let live = Live {
+            session,
+            catalog: RwLock::new(catalog),
+            closing: CancellationToken::new(),
+            closing_reason: Mutex::new(None),
+            stop: CancellationToken::new(),
+            stopped: Mutex::new(None),
+        };
+        Ok((live, process, signals))
+    }
+
+    /// Watches a live session until it is stopped or lost; refreshes lists on change
+    /// notifications.
+    async fn supervise(
+        self: Arc<Self>,
+        generation: u64,
+        live: Arc<Live>,
+        mut process: Option<AppProcess>,
+        mut signals: mpsc::UnboundedReceiver<UpstreamSignal>,
+        done: oneshot::Sender<()>,
+    ) {
+        let ping_http = process.is_none();
+        let mut ping = tokio::time::interval(HTTP_PING_INTERVAL);
+        ping.reset();
+        let mut closed_check = tokio::time::interval(Duration::from_millis(250));
+        let mut ping_failures = 0u32;
+        let lost: Option<String> = loop {
+            tokio::select! {
+                _ = live.stop.cancelled() => break None,
+                exit = wait_process(&mut process) => break Some(exit),
+                _ = closed_check.tick() => {
+                    if live.session.is_closed() {
+                        break Some("the connection to the app closed".to_string());
+                    }
+                }
+                _ = ping.tick(), if ping_http => {
+                    match live.session.request_with_timeout("ping", None, Some(HTTP_PING_INTERVAL)).await {
+                        Ok(_) => ping_failures = 0,
+                        Err(UpstreamError::Remote { .. }) => ping_failures = 0,
+                        Err(e) => {
+                            ping_failures += 1;
+                            if ping_failures >= 2 {
+                                break Some(format!("the app stopped answering: {e}"));
+                            }
+                        }
+                    }
+                }
+                Some(signal) = signals.recv() => self.refresh(&live, signal).await,
+            }
+        };
+        live.close_with(lost.as_deref().unwrap_or("the app was stopped"));
+        if let Some(p) = process.as_mut() {
+            p.terminate(STOP_GRACE).await;
+        }
+        drop(process);
+        let _ = done.send(());
+        if let Some(reason) = lost {
+            self.on_lost(generation, reason);
+        }
+    }
+
+    async fn refresh(&self, live: &Live, signal: UpstreamSignal) {
+        let relaxed = self.ctx.relaxed_schema;
+        match catalog::enumerate(&live.session, &self.key, relaxed).await {
+            Ok(fresh) => {
+                *live.catalog.write() = fresh;
+                tracing::info!(app = %self.key, "McpApp '{}' lists changed ({signal:?}); refreshed", self.key);
+                if matches!(signal, UpstreamSignal::ToolsChanged) {
+                    self.ctx.events.tools_changed(&self.key);
+                }
+            }
+            Err(e) => tracing::warn!(app = %self.key, "McpApp '{}': refreshing after {signal:?} failed: {e}", self.key),
+        }
+    }
+
+    /// A session of `generation` was lost: Failed, tools withdrawn, restart with backoff unless
+    /// the crash-loop cap is reached.
+    fn on_lost(self: &Arc<Self>, generation: u64, reason: String) {
+        if self.generation.load(Ordering::SeqCst) != generation {
+            return;
+        }
+        *self.live.write() = None;
+        tracing::warn!(app = %self.key, "McpApp '{}' lost: {reason}", self.key);
+        self.transition(AppState::Failed, &reason);
+        self.ctx.events.tools_changed(&self.key);
+        let delay = {
+            let mut sup = self.supervision.lock();
+            let now = Instant::now();
+            sup.crashes.push_back(now);
+            while sup.crashes.front().is_some_and(|t| now.duration_since(*t) > CRASH_WINDOW) {
+                sup.crashes.pop_front();
+            }
+            if sup.crashes.len() >= CRASH_LIMIT {
+                sup.held = true;
+                tracing::error!(
+                    app = %self.key,
+                    "McpApp '{}' crashed {} times within {}s; it stays Failed until started or reloaded",
+                    self.key,
+                    sup.crashes.len(),
+                    CRASH_WINDOW.as_secs()
+                );
+                return;
+            }
+            let exp = sup.crashes.len().saturating_sub(1) as u32;
+            (BACKOFF_BASE * 2u32.saturating_pow(exp)).min(BACKOFF_MAX)
+        };
+        tracing::info!(app = %self.key, "McpApp '{}' restarts in {}s", self.key, delay.as_secs_f32());
+        let me = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let current = me.generation.load(Ordering::SeqCst) == generation;
+            if current && me.state() == AppState::Failed && !me.supervision.lock().held {
+                if let Err(e) = me.start(false).await {
+                    tracing::warn!(app = %me.key, "restart failed: {e}");
+                }
+            }
+        });
+    }
+
+    /// Stops the app and waits for its process to end.
+    pub async fn stop(&self, reason: &str) {
+        let _op = self.op_lock.lock().await;
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        let live = self.live.write().take();
+        if let Some(live) = live {
+            live.close_with(&format!("the app is stopping ({reason})"));
+            live.stop.cancel();
+            let stopped = live.stopped.lock().take();
+            if let Some(rx) = stopped {
+                let _ = tokio::time::timeout(STOP_GRACE * 3, rx).await;
+            }
+            self.ctx.events.tools_changed(&self.key);
+        }
+        if matches!(self.state(), AppState::Running | AppState::Loaded | AppState::Failed | AppState::Validated) {
+            self.transition(AppState::Stopped, reason);
+        }
+    }
+
+    /// Holds the session for one request, ending early if the app is lost or `cancel` fires.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let live = self.live().ok_or_else(|| CallError::NotRunning { app: self.key.clone(), state: self.state() })?;
+        tokio::select! {
+            r = live.session.request(method, params) => {
+                r.map_err(|source| match source {
+                    UpstreamError::Transport(_) if live.closing.is_cancelled() => {
+                        CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }
+                    }
+                    source => CallError::Upstream { app: self.key.clone(), source },
+                })
+            }
+            _ = live.closing.cancelled() => Err(CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }),
+            _ = cancel.cancelled() => Err(CallError::Cancelled { app: self.key.clone() }),
+        }
+    }
+
+    /// The app's state for the host (`AppDescriptor` material) as JSON details.
+    pub fn detail_json(&self) -> Value {
+        let st = self.install.lock().clone();
+        let held = self.supervision.lock().held;
+        let catalog = self.catalog();
+        json!({
+            "manifestPath": st.manifest_path,
+            "manifest": st.manifest,
+            "warnings": st.warnings,
+            "disabledReason": st.disabled_reason,
+            "transitions": st.transitions,
+            "discoveredAt": st.discovered_at.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
+            "crashLoopHeld": held,
+            "skippedTools": catalog.as_ref().map(|c| c.skipped_tools.iter().map(|(n, why)| json!({"name": n, "reason": why})).collect::<Vec<_>>()),
+            "uiResources": catalog.as_ref().map(|c| c.ui_resources().filter_map(|r| r.get("uri").cloned()).collect::<Vec<_>>()),
+        })
+    }
+}
+
+async fn wait_process(process: &mut Option<AppProcess>) -> String {
+    match process.as_mut() {
+        Some(p) => p.wait().await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,199 @@
+//! What an app offers, enumerated after the handshake (SPEC R18), with UI recognition (R19).
+//!
+//! Tools are judged here, from raw JSON: a tool whose `inputSchema` is missing or not a JSON object
+//! schema is skipped with a warning naming app and tool, unless the relaxed switch keeps it with
+//! `{"type":"object"}`.
+
+use serde_json::{json, Value};
+
+use crate::upstream::{Session, UpstreamError, UI_MIME_TYPE};
+
+/// One tool of an app, as the gateway understands it.
+#[derive(Debug, Clone)]
+pub struct AppTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub meta: Value,
+    pub visible_to_model: bool,
+    pub visible_to_app: bool,
+    pub ui_resource_uri: Option<String>,
+    /// The tool as the app listed it (title, annotations, icons…).
+    pub raw: Value,
+}
+
+/// Everything one app offers.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    pub tools: Vec<AppTool>,
+    pub resources: Vec<Value>,
+    pub resource_templates: Vec<Value>,
+    pub prompts: Vec<Value>,
+    /// Tools left out by the strict schema rule, with why.
+    pub skipped_tools: Vec<(String, String)>,
+}
+
+impl Catalog {
+    pub fn tool(&self, name: &str) -> Option<&AppTool> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// Resources that are MCP App UIs.
+    pub fn ui_resources(&self) -> impl Iterator<Item = &Value> {
+        self.resources.iter().filter(|r| is_ui_resource(r))
+    }
+}
+
+/// A resource is an MCP App UI when its MIME type is `text/html;profile=mcp-app` (compared
+/// without regard to case or spaces around `;`).
+pub fn is_ui_resource(resource: &Value) -> bool {
+    resource.get("mimeType").and_then(Value::as_str).is_some_and(is_ui_mime)
+}
+
+pub fn is_ui_mime(mime: &str) -> bool {
+    let normalized: String = mime.split(';').map(str::trim).collect::<Vec<_>>().join(";").to_ascii_lowercase();
+    normalized == UI_MIME_TYPE
+}
+
+/// The UI a tool links to: `_meta.ui.resourceUri`, or the older flat `_meta["ui/resourceUri"]`.
+pub fn tool_ui_resource_uri(meta: &Value) -> Option<String> {
+    meta.get("ui")
+        .and_then(|ui| ui.get("resourceUri"))
+        .or_else(|| meta.get("ui/resourceUri"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// `_meta.ui.visibility` as (model, app); absent means both.
+pub fn tool_visibility(meta: &Value) -> (bool, bool) {
+    match meta.get("ui").and_then(|ui| ui.get("visibility")).and_then(Value::as_array) {
+        Some(list) => {
+            let has = |v: &str| list.iter().any(|x| x.as_str() == Some(v));
+            (has("model"), has("app"))
+        }
+        None => (true, true),
+    }
+}
+
+/// Whether a schema is a JSON object schema: an object whose `type` is `"object"`.
+fn is_object_schema(schema: Option<&Value>) -> bool {
+    schema.and_then(|s| s.as_object()).and_then(|s| s.get("type")).and_then(Value::as_str) == Some("object")
+}
+
+/// Turns one raw tool into an [`AppTool`], or says why it is skipped.
+pub fn parse_tool(raw: &Value, relaxed_schema: bool) -> Result<AppTool, String> {
+    let name = raw
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| "a tool has no name".to_string())?
+        .to_string();
+    let schema = raw.get("inputSchema");
+    let input_schema = if is_object_schema(schema) {
+        schema.cloned().unwrap_or_default()
+    } else if relaxed_schema {
+        json!({ "type": "object" })
+    } else {
+        let why = match schema {
+            None | Some(Value::Null) => "it has no inputSchema".to_string(),
+            Some(s) => format!("its inputSchema is not a JSON object schema ({})", truncate(&s.to_string(), 80)),
+        };
+        return Err(why);
+    };
+    let meta = raw.get("_meta").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let (visible_to_model, visible_to_app) = tool_visibility(&meta);
+    Ok(AppTool {
+        description: raw.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
+        output_schema: raw.get("outputSchema").cloned().filter(Value::is_object),
+        ui_resource_uri: tool_ui_resource_uri(&meta),
+        visible_to_model,
+        visible_to_app,
+        meta,
+        input_schema,
+        raw: raw.clone(),
+        name,
+    })
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        s.to_string()
+    } else {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &s[..end])
+    }
+}
+
+/// Enumerates tools (all pages), resources, resource templates and prompts — each only when the
+/// server declares the capability, so a tools-only app is not asked for prompts.
+pub async fn enumerate(session: &Session, app_id: &str, relaxed_schema: bool) -> Result<Catalog, UpstreamError> {
+    let mut catalog = Catalog::default();
+    if session.has_capability("tools") {
+        for raw in session.list_all("tools/list", "tools").await? {
+            match parse_tool(&raw, relaxed_schema) {
+                Ok(tool) => {
+                    if catalog.tool(&tool.name).is_some() {
+                        tracing::warn!(app = app_id, "McpApp '{app_id}' lists tool '{}' twice; keeping the first", tool.name);
+                        continue;
+                    }
+                    catalog.tools.push(tool)
+                }
+                Err(why) => {
+                    let name = raw.get("name").and_then(Value::as_str).unwrap_or("<unnamed>").to_string();
+                    tracing::warn!(
+                        app = app_id,
+                        tool = %name,
+                        "Skipping tool '{name}' of McpApp '{app_id}': {why} (set McpCompatibility.AllowRelaxedInputSchemaValidation=true to keep it)"
+                    );
+                    catalog.skipped_tools.push((name, why));
+                }
+            }
+        }
+    }
+    if session.has_capability("resources") {
+        catalog.resources = session.list_all("resources/list", "resources").await?;
+        catalog.resource_templates = session.list_all("resources/templates/list", "resourceTemplates").await?;
+    }
+    if session.has_capability("prompts") {
+        catalog.prompts = session.list_all("prompts/list", "prompts").await?;
+    }
+    Ok(catalog)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_schema_rule_and_relaxation() {
+        let missing = json!({"name": "a"});
+        let not_object = json!({"name": "b", "inputSchema": {"type": "string"}});
+        let good = json!({"name": "c", "inputSchema": {"type": "object", "properties": {}}});
+        assert!(parse_tool(&missing, false).unwrap_err().contains("no inputSchema"));
+        assert!(parse_tool(&not_object, false).unwrap_err().contains("not a JSON object schema"));
+        assert_eq!(parse_tool(&missing, true).unwrap().input_schema, json!({"type": "object"}));
+        assert_eq!(parse_tool(&good, false).unwrap().name, "c");
+    }
+
+    #[test]
+    fn ui_links_and_visibility() {
+        let t = parse_tool(
+            &json!({"name": "d", "inputSchema": {"type": "object"},
+                    "_meta": {"ui": {"resourceUri": "ui://x/y.html", "visibility": ["app"]}}}),
+            false,
+        )
+        .unwrap();
+        assert_eq!(t.ui_resource_uri.as_deref(), Some("ui://x/y.html"));
+        assert!(!t.visible_to_model && t.visible_to_app);
+        let flat = parse_tool(&json!({"name": "e", "inputSchema": {"type": "object"}, "_meta": {"ui/resourceUri": "ui://z"}}), false).unwrap();
+        assert_eq!(flat.ui_resource_uri.as_deref(), Some("ui://z"));
+        assert!(flat.visible_to_model && flat.visible_to_app);
+        assert!(is_ui_resource(&json!({"uri": "ui://a", "mimeType": "text/html; profile=mcp-app"})));
+        assert!(!is_ui_resource(&json!({"uri": "ui://a", "mimeType": "text/html"})));
+    }
+}

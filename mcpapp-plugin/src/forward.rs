@@ -1,0 +1,135 @@
+//! Raw MCP JSON-RPC from a browser, forwarded to an app's gateway-managed session (SPEC R32).
+//!
+//! The host answers `initialize` / `server/discover` itself; what reaches here are the methods an
+//! app UI uses. Results pass through as the app sent them (app-only tools included, names
+//! unprefixed). Two rules are the host's to enforce (MCP Apps spec): a browser may only call
+//! tools visible to apps, and the browser's `sessionId` is injected into `tools/call`'s `_meta`.
+
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::app_server::CallError;
+use crate::registry::Registry;
+use crate::upstream::UpstreamError;
+
+/// Methods forwarded to apps.
+pub const FORWARDED_METHODS: &[&str] = &[
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+    "ping",
+];
+
+/// JSON-RPC error codes used by the proxy.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// The app is unknown or not Running.
+    pub const APP_UNAVAILABLE: i64 = -32002;
+    /// The upstream request timed out or the app was lost mid-call.
+    pub const UPSTREAM_FAILED: i64 = -32001;
+}
+
+fn error_response(id: &Value, code: i64, message: impl Into<String>, data: Option<Value>) -> Value {
+    let mut error = json!({ "code": code, "message": message.into() });
+    if let Some(d) = data {
+        error["data"] = d;
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+}
+
+/// Forwards one message; returns the JSON-RPC response, or `None` for a notification.
+pub async fn forward(
+    registry: &Registry,
+    app_id: &str,
+    message_json: &str,
+    session_id: &str,
+    cancel: &CancellationToken,
+) -> Option<Value> {
+    let message: Value = match serde_json::from_str(message_json) {
+        Ok(m) => m,
+        Err(e) => return Some(error_response(&Value::Null, code::PARSE_ERROR, format!("Parse error: {e}"), None)),
+    };
+    let id = message.get("id").cloned();
+    let Some(method) = message.get("method").and_then(Value::as_str) else {
+        let id = id.unwrap_or(Value::Null);
+        return Some(error_response(&id, code::INVALID_REQUEST, "Invalid Request: no method", None));
+    };
+    let Some(id) = id else {
+        // Notifications from the browser (initialized, cancelled…) concern the gateway's own
+        // endpoint, not the shared upstream session.
+        tracing::debug!(app = app_id, "not forwarding notification {method}");
+        return None;
+    };
+    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Some(error_response(&id, code::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", None));
+    }
+    let Some(app) = registry.app(app_id) else {
+        return Some(error_response(
+            &id,
+            code::APP_UNAVAILABLE,
+            format!("Unknown McpApp '{app_id}'"),
+            Some(json!({ "appId": app_id, "state": Value::Null })),
+        ));
+    };
+    if !FORWARDED_METHODS.contains(&method) {
+        return Some(error_response(&id, code::METHOD_NOT_FOUND, format!("Method not found: '{method}' is not forwarded to apps"), None));
+    }
+    let mut params = message.get("params").cloned();
+    if params.as_ref().is_some_and(|p| !p.is_object() && !p.is_null()) {
+        return Some(error_response(&id, code::INVALID_PARAMS, "Invalid params: params must be an object", None));
+    }
+    if method == "tools/call" {
+        let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
+        if let Some(catalog) = app.catalog() {
+            if let Some(tool) = catalog.tool(&name) {
+                if !tool.visible_to_app {
+                    return Some(error_response(
+                        &id,
+                        code::INVALID_PARAMS,
+                        format!("Tool '{name}' of McpApp '{app_id}' is not visible to apps (its _meta.ui.visibility lacks \"app\")"),
+                        None,
+                    ));
+                }
+            }
+        }
+        if !session_id.is_empty() {
+            let p = params.get_or_insert_with(|| json!({}));
+            if !p.get("_meta").is_some_and(Value::is_object) {
+                p["_meta"] = json!({});
+            }
+            p["_meta"]["sessionId"] = json!(session_id);
+        }
+    }
+    let params = params.filter(|p| !p.is_null());
+    Some(match app.request(method, params, cancel).await {
+        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Err(CallError::NotRunning { app, state }) => error_response(
+            &id,
+            code::APP_UNAVAILABLE,
+            format!("McpApp '{app}' is not running (state: {state})"),
+            Some(json!({ "appId": app, "state": state.as_str() })),
+        ),
+        Err(CallError::Upstream { source: UpstreamError::Remote { code, message, data }, .. }) => {
+            let mut error = json!({ "code": code, "message": message });
+            if let Some(d) = data {
+                error["data"] = d;
+            }
+            json!({ "jsonrpc": "2.0", "id": id, "error": error })
+        }
+        Err(e @ (CallError::Lost { .. } | CallError::Cancelled { .. } | CallError::Upstream { .. })) => {
+            error_response(&id, code::UPSTREAM_FAILED, e.to_string(), Some(json!({ "appId": app_id })))
+        }
+    })
+}

@@ -1,0 +1,114 @@
+//! The registry of all apps (the seed's McpAppRegistry): discovery results turned into running
+//! [`AppServer`]s, in discovery order, and kept in step with the manifests on disk (SPEC R21).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::join_all;
+use parking_lot::RwLock;
+use serde_json::{json, Value};
+
+use crate::app_server::{AppContext, AppServer};
+use crate::config::McpAppsConfig;
+use crate::discovery::{self, DiscoveryReport};
+use crate::install_state::AppState;
+
+pub struct Registry {
+    ctx: Arc<AppContext>,
+    config: McpAppsConfig,
+    /// Apps in discovery order.
+    apps: RwLock<Vec<Arc<AppServer>>>,
+    /// Serialises reloads (a watcher event and an admin call may coincide).
+    reload_lock: tokio::sync::Mutex<()>,
+}
+
+impl Registry {
+    pub fn new(ctx: Arc<AppContext>, config: McpAppsConfig) -> Registry {
+        Registry { ctx, config, apps: RwLock::new(Vec::new()), reload_lock: tokio::sync::Mutex::new(()) }
+    }
+
+    pub fn config(&self) -> &McpAppsConfig {
+        &self.config
+    }
+
+    pub fn apps(&self) -> Vec<Arc<AppServer>> {
+        self.apps.read().clone()
+    }
+
+    pub fn app(&self, key: &str) -> Option<Arc<AppServer>> {
+        self.apps.read().iter().find(|a| a.key == key).cloned()
+    }
+
+    /// Scans the discovery paths without touching running apps.
+    pub fn discover(&self) -> DiscoveryReport {
+        discovery::discover(&self.config, Some(&self.ctx.host_version))
+    }
+
+    /// Re-runs discovery: new apps start, removed ones stop, changed ones restart, unchanged ones are
+    /// left alone. All starts run in parallel, so this takes about as long as the slowest app.
+    pub async fn reload(&self) -> Value {
+        let _guard = self.reload_lock.lock().await;
+        let report = tokio::task::block_in_place(|| self.discover());
+        let old: HashMap<String, Arc<AppServer>> = self.apps().into_iter().map(|a| (a.key.clone(), a)).collect();
+        let mut next = Vec::with_capacity(report.apps.len());
+        let (mut started, mut restarted, mut unchanged, mut to_start, mut to_stop) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for install in report.apps {
+            let key = install.key.clone();
+            match old.get(&key) {
+                Some(existing) if !existing.install_state().differs_from(&install) && existing.state() != AppState::Failed => {
+                    unchanged.push(key);
+                    next.push(existing.clone());
+                }
+                Some(existing) => {
+                    to_stop.push(existing.clone());
+                    let app = AppServer::new(self.ctx.clone(), install);
+                    if app.state() == AppState::Validated {
+                        to_start.push(app.clone());
+                    }
+                    restarted.push(key);
+                    next.push(app);
+                }
+                None => {
+                    let app = AppServer::new(self.ctx.clone(), install);
+                    if app.state() == AppState::Validated {
+                        to_start.push(app.clone());
+                        started.push(key);
+                    }
+                    next.push(app);
+                }
+            }
+        }
+        let kept: std::collections::HashSet<&str> = next.iter().map(|a| a.key.as_str()).collect();
+        let mut stopped = Vec::new();
+        for (key, app) in &old {
+            if !kept.contains(key.as_str()) {
+                to_stop.push(app.clone());
+                stopped.push(key.clone());
+            }
+        }
+        join_all(to_stop.iter().map(|a| a.stop("reload"))).await;
+        *self.apps.write() = next;
+        let results = join_all(to_start.iter().map(|a| async move { (a.key.clone(), a.start(true).await) })).await;
+        let failed: Vec<Value> = results
+            .into_iter()
+            .filter_map(|(key, r)| r.err().map(|e| json!({ "id": key, "error": e })))
+            .collect();
+        stopped.sort();
+        json!({
+            "started": started,
+            "stopped": stopped,
+            "restarted": restarted,
+            "unchanged": unchanged,
+            "failed": failed,
+            "skippedPaths": report.skipped.iter().map(|s| json!({"path": s.path, "reason": s.reason})).collect::<Vec<_>>(),
+            "configErrors": report.config_errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Stops every app (module shutdown).
+    pub async fn stop_all(&self) {
+        let apps = self.apps();
+        join_all(apps.iter().map(|a| a.stop("shutdown"))).await;
+    }
+}

@@ -1,0 +1,306 @@
+//! One MCP client session to an app (SPEC R16, R19): transport setup, the handshake with protocol
+//! negotiation, and the client-side handler that turns upstream notifications into module events.
+//!
+//! Requests go out as rmcp `ClientRequest`s but results come back as raw JSON, because the gateway
+//! must pass apps' answers through intact (the browser proxy) and must judge tool schemas itself
+//! (R18's strict rule) rather than have a typed parse reject a whole list for one odd tool.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, ClientRequest, ClientResult, CustomRequest, ErrorCode, Implementation,
+    InitializeRequestParams, ProtocolVersion, ServerNotification, ServerRequest,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, PeerRequestOptions, RequestContext, RoleClient,
+    RunningService, Service, ServiceError,
+};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ErrorData;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::events::EventSink;
+use crate::manifest::Manifest;
+use crate::process::AppProcess;
+
+/// The MCP Apps extension id and the UI MIME type (SPEC R19).
+pub const UI_EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
+pub const UI_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
+/// UI resources can be several MB of HTML; rmcp's default JSON response cap is too small for them.
+const MAX_JSON_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("{0}")]
+    Connect(String),
+    #[error("request timed out after {0:?}")]
+    Timeout(Duration),
+    #[error("the app returned an error: {message} (code {code})")]
+    Remote { code: i32, message: String, data: Option<Value> },
+    #[error("connection to the app lost: {0}")]
+    Transport(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl UpstreamError {
+    fn from_service(err: ServiceError, timeout: Duration) -> UpstreamError {
+        match err {
+            ServiceError::McpError(e) => {
+                UpstreamError::Remote { code: e.code.0, message: e.message.to_string(), data: e.data }
+            }
+            ServiceError::Timeout { .. } => UpstreamError::Timeout(timeout),
+            other => UpstreamError::Transport(other.to_string()),
+        }
+    }
+
+    /// The JSON-RPC error object a proxy returns for this failure.
+    pub fn to_jsonrpc_error(&self) -> Value {
+        match self {
+            UpstreamError::Remote { code, message, data } => {
+                let mut e = json!({ "code": code, "message": message });
+                if let Some(d) = data {
+                    e["data"] = d.clone();
+                }
+                e
+            }
+            UpstreamError::Timeout(_) => json!({ "code": -32001, "message": self.to_string() }),
+            other => json!({ "code": ErrorCode::INTERNAL_ERROR.0, "message": other.to_string() }),
+        }
+    }
+}
+
+/// Signals from the handler to the app's supervisor.
+#[derive(Debug)]
+pub enum UpstreamSignal {
+    ToolsChanged,
+    ResourcesChanged,
+    PromptsChanged,
+}
+
+/// The client side of the session: answers the app's requests and forwards its notifications.
+pub struct UpstreamHandler {
+    app_id: String,
+    events: EventSink,
+    signals: mpsc::UnboundedSender<UpstreamSignal>,
+    info: InitializeRequestParams,
+}
+
+impl UpstreamHandler {
+    pub fn new(
+        app_id: &str,
+        events: EventSink,
+        signals: mpsc::UnboundedSender<UpstreamSignal>,
+        protocol: ProtocolVersion,
+        host_version: &str,
+    ) -> Self {
+        let mut capabilities = ClientCapabilities::default();
+        let mut ui = serde_json::Map::new();
+        ui.insert("mimeTypes".into(), json!([UI_MIME_TYPE]));
+        capabilities.extensions = Some([(UI_EXTENSION_ID.to_string(), ui)].into_iter().collect());
+        let mut client = Implementation::from_build_env();
+        client.name = "openclaw-gateway".into();
+        client.version = host_version.to_string();
+        let info = InitializeRequestParams::new(capabilities, client).with_protocol_version(protocol);
+        UpstreamHandler { app_id: app_id.to_string(), events, signals, info }
+    }
+}
+
+impl Service<RoleClient> for UpstreamHandler {
+    async fn handle_request(
+        &self,
+        request: ServerRequest,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ClientResult, ErrorData> {
+        match request {
+            ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
+            other => {
+                let method = serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_else(|| "unknown".into());
+                tracing::debug!(app = %self.app_id, "declining upstream request {method}: the gateway does not offer it");
+                Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    format!("the gateway does not support '{method}' from apps"),
+                    None,
+                ))
+            }
+        }
+    }
+
+    async fn handle_notification(
+        &self,
+        notification: ServerNotification,
+        _context: NotificationContext<RoleClient>,
+    ) -> Result<(), ErrorData> {
+        let signal = match &notification {
+            ServerNotification::ToolListChangedNotification(_) => Some(UpstreamSignal::ToolsChanged),
+            ServerNotification::ResourceListChangedNotification(_) => Some(UpstreamSignal::ResourcesChanged),
+            ServerNotification::PromptListChangedNotification(_) => Some(UpstreamSignal::PromptsChanged),
+            _ => None,
+        };
+        if let Some(signal) = signal {
+            let _ = self.signals.send(signal);
+        }
+        let mut message = serde_json::to_value(&notification).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut message {
+            map.insert("jsonrpc".into(), json!("2.0"));
+        }
+        self.events.upstream_notification(&self.app_id, message);
+        Ok(())
+    }
+
+    fn get_info(&self) -> InitializeRequestParams {
+        self.info.clone()
+    }
+}
+
+/// A live session to one app, plus the process behind it when the gateway launched one.
+pub struct Session {
+    pub service: RunningService<RoleClient, UpstreamHandler>,
+    pub request_timeout: Duration,
+}
+
+impl Session {
+    /// Sends one request and returns the raw JSON result, bounded by the request timeout.
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, UpstreamError> {
+        self.request_with_timeout(method, params, None).await
+    }
+
+    pub async fn request_with_timeout(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Option<Duration>,
+    ) -> Result<Value, UpstreamError> {
+        let request = typed_request(method, params.clone());
+        let timeout = timeout.unwrap_or(self.request_timeout);
+        let options = PeerRequestOptions::with_timeout(timeout);
+        let peer = self.service.peer();
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| UpstreamError::from_service(e, timeout))?;
+        let result = handle.await_response().await.map_err(|e| UpstreamError::from_service(e, timeout))?;
+        serde_json::to_value(&result).map_err(|e| UpstreamError::Invalid(format!("unserializable result: {e}")))
+    }
+
+    /// All pages of a list method (`tools/list`, `resources/list`, …), as raw items.
+    pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, UpstreamError> {
+        let mut items = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _page in 0..1000 {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let result = self.request(method, params).await?;
+            if let Some(list) = result.get(key).and_then(Value::as_array) {
+                items.extend(list.iter().cloned());
+            }
+            match result.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if !next.is_empty() && Some(next) != cursor.as_deref() => cursor = Some(next.to_string()),
+                _ => break,
+            }
+        }
+        Ok(items)
+    }
+
+    /// The server's self-description from the handshake, as JSON.
+    pub fn server_info(&self) -> Value {
+        self.service.peer().peer_info().map(|i| serde_json::to_value(&*i).unwrap_or(Value::Null)).unwrap_or(Value::Null)
+    }
+
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.server_info().get("capabilities").and_then(|c| c.get(name)).is_some_and(|v| !v.is_null())
+    }
+
+    /// The session ended: cancelled, or its transport closed (the service loop is gone).
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
+    }
+
+    /// Ends the session (idempotent).
+    pub fn close(&self) {
+        self.service.cancellation_token().cancel();
+    }
+}
+
+/// Builds the typed request for a method where rmcp knows it (so protocol-version rules and
+/// headers apply), else a custom request carrying the method and params verbatim.
+pub fn typed_request(method: &str, params: Option<Value>) -> ClientRequest {
+    let mut envelope = json!({ "method": method });
+    if let Some(p) = &params {
+        envelope["params"] = p.clone();
+    }
+    match serde_json::from_value::<ClientRequest>(envelope) {
+        Ok(ClientRequest::CustomRequest(_)) | Err(_) => {
+            ClientRequest::CustomRequest(CustomRequest::new(method.to_string(), params))
+        }
+        Ok(typed) => typed,
+    }
+}
+
+/// How to talk to the app: discover-first for apps that declare the 2026-07-28 revision or later
+/// (unless forced to legacy), else the initialize handshake offering the newest initialize-era
+/// revision, which the server negotiates down.
+pub fn lifecycle_for(manifest: &Manifest, force_legacy: bool) -> (ClientLifecycleMode, ProtocolVersion) {
+    let modern = manifest.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+    if modern && !force_legacy {
+        (
+            ClientLifecycleMode::Auto {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+            },
+            ProtocolVersion::V_2026_07_28,
+        )
+    } else {
+        (ClientLifecycleMode::Initialize, ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+/// Performs the handshake over the app's stdio.
+pub async fn connect_stdio(
+    process: &mut AppProcess,
+    handler: UpstreamHandler,
+    lifecycle: ClientLifecycleMode,
+) -> Result<RunningService<RoleClient, UpstreamHandler>, UpstreamError> {
+    let stdout = process.stdout.take().ok_or_else(|| UpstreamError::Connect("the process has no stdout".into()))?;
+    let stdin = process.stdin.take().ok_or_else(|| UpstreamError::Connect("the process has no stdin".into()))?;
+    handler
+        .serve_with_lifecycle((stdout, stdin), lifecycle)
+        .await
+        .map_err(|e| UpstreamError::Connect(format!("MCP handshake over stdio failed: {e}")))
+}
+
+/// Performs the handshake over Streamable HTTP with the manifest's headers (and only those).
+pub async fn connect_http(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+    handler: UpstreamHandler,
+    lifecycle: ClientLifecycleMode,
+) -> Result<RunningService<RoleClient, UpstreamHandler>, UpstreamError> {
+    let mut custom = HashMap::new();
+    for (name, value) in headers {
+        let name = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| UpstreamError::Connect(format!("header name '{name}' is not valid")))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| UpstreamError::Connect(format!("header '{name}' has a value that is not valid")))?;
+        custom.insert(name, value);
+    }
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+        .custom_headers(custom)
+        .max_json_response_size(MAX_JSON_RESPONSE_BYTES)
+        .reinit_on_expired_session(true);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    handler
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .map_err(|e| UpstreamError::Connect(format!("MCP handshake with {url} failed: {e}")))
+}
+
+/// Shared handle to a session.
+pub type SharedSession = Arc<Session>;

@@ -1,0 +1,66 @@
+//! `gateway-host validate PATH…` (SPEC R41): every problem of every manifest, with its field.
+//!
+//! A path may be a manifest file or a folder (searched like a discovery path). Host-version
+//! requirements are checked too, since an app the gateway would refuse is not valid for it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::discovery::find_manifest_files;
+use crate::manifest::Manifest;
+
+/// One JSON result per manifest: `{path, id, valid, errors: ["field: message"], warnings}`.
+pub fn validate_paths(paths: &[String], host_version: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for raw in paths {
+        let path = PathBuf::from(raw);
+        if path.is_dir() {
+            let (files, skipped) = find_manifest_files(std::slice::from_ref(&path));
+            if files.is_empty() {
+                out.push(json!({
+                    "path": raw,
+                    "id": Value::Null,
+                    "valid": false,
+                    "errors": [format!("(path): no openclaw.mcpapp.json found under this folder")],
+                    "warnings": skipped.iter().map(|s| format!("{}: {}", s.path.display(), s.reason)).collect::<Vec<_>>(),
+                }));
+            }
+            out.extend(files.iter().map(|f| validate_file(f, host_version)));
+        } else if path.exists() {
+            out.push(validate_file(&path, host_version));
+        } else {
+            out.push(json!({
+                "path": raw, "id": Value::Null, "valid": false,
+                "errors": ["(path): no such file or folder"], "warnings": [],
+            }));
+        }
+    }
+    out
+}
+
+fn validate_file(path: &Path, host_version: &str) -> Value {
+    let (id, errors, warnings) = match Manifest::load(path) {
+        Ok(loaded) => {
+            let mut errors: Vec<String> = Vec::new();
+            if let Err(e) = loaded.manifest.check_host_version(host_version) {
+                errors.push(e.to_string());
+            }
+            (Some(loaded.manifest.id.clone()), errors, loaded.warnings)
+        }
+        Err(e) => {
+            let id = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+                .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string));
+            (id, e.errors.iter().map(ToString::to_string).collect(), e.warnings)
+        }
+    };
+    json!({
+        "path": path.display().to_string(),
+        "id": id,
+        "valid": errors.is_empty(),
+        "errors": errors,
+        "warnings": warnings,
+    })
+}
