@@ -56,7 +56,7 @@ const HOST_PAGE = `<!doctype html>
   };
 </script></body></html>`;
 
-describe("GroceryInventory dashboard in Chromium", { timeout: 90_000, skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}` }, () => {
+describe("GroceryInventory dashboard in Chromium", { timeout: 90_000 }, () => {
   let server;
   let client;
   let browser;
@@ -64,6 +64,7 @@ describe("GroceryInventory dashboard in Chromium", { timeout: 90_000, skip: !exi
   const toolCalls = [];
 
   before(async () => {
+    assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
     server = await startHttpServer();
     client = await connectHttp(server.url, { name: "test-host" });
     browser = await chromium.launch({
