@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod boundary_check;
+mod commands;
 mod http;
 mod module_host;
 mod module_loader;
@@ -43,6 +44,23 @@ enum Command {
     ModuleInfo,
     /// Hold many calls in flight across the module boundary at once and report completion and the
     /// process's thread count as JSON (a self-test and the boundary benchmark's probe).
+    /// Check manifest files (or folders of them): every problem with its field; exit 1 when any
+    /// is invalid.
+    Validate {
+        /// Manifest files or folders to search.
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the apps discovery finds with this configuration, their effective settings and
+    /// states, without serving.
+    Apps {
+        /// Print the discovery report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     BoundaryCheck {
         /// Calls to start at once.
         #[arg(long, default_value_t = 10_000)]
@@ -59,6 +77,14 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => serve::run(cli.config.as_deref(), cli.module.as_deref(), cli.urls.as_deref()),
         Some(Command::ModuleInfo) => serve::module_info(cli.config.as_deref(), cli.module.as_deref()),
+        Some(Command::Validate { paths, json }) => {
+            match commands::validate(cli.config.as_deref(), cli.module.as_deref(), &paths, json) {
+                Ok(true) => Ok(()),
+                Ok(false) => return ExitCode::FAILURE,
+                Err(e) => Err(e),
+            }
+        }
+        Some(Command::Apps { json }) => commands::apps(cli.config.as_deref(), cli.module.as_deref(), json),
         Some(Command::BoundaryCheck { calls, delay_ms }) => {
             boundary_check::run(cli.config.as_deref(), cli.module.as_deref(), calls, delay_ms)
         }
@@ -72,12 +98,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Logs go to stderr, filtered by `RUST_LOG` (default `info`). The `log` bridge is installed too,
+/// Logs go to stderr, filtered by `RUST_LOG` (default `info`, rmcp's own chatter at `warn`). The `log` bridge is installed too,
 /// because module records arrive through it with their own targets.
 fn init_tracing() {
     use std::io::IsTerminal as _;
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())

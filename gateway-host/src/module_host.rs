@@ -47,13 +47,12 @@ impl HostSink for GatewaySink {
     /// Module records enter the host's `tracing` subscriber through the `log` bridge, which keeps
     /// their dynamic targets (`tracing` itself only takes static ones).
     fn log(&self, record: LogRecord) {
-        let fields = if record.fields_json.as_str() == "{}" { "" } else { record.fields_json.as_str() };
-        let sep = if fields.is_empty() { "" } else { " " };
+        let fields = render_fields(record.fields_json.as_str());
         log::logger().log(
             &log::Record::builder()
                 .level(log_level(record.level))
                 .target(record.target.as_str())
-                .args(format_args!("{}{sep}{fields}", record.message))
+                .args(format_args!("{}{fields}", record.message))
                 .build(),
         );
     }
@@ -63,6 +62,19 @@ impl HostSink for GatewaySink {
         // No receivers is normal (nobody listening yet); never block the module's thread.
         let _ = self.events.send(HostEvent { kind: event.kind.into_string(), app_id: event.app_id.into_string(), payload });
     }
+}
+
+/// The event's fields as ` key=value` pairs, the way `tracing`'s formatter shows its own.
+fn render_fields(fields_json: &str) -> String {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(fields_json) else { return String::new() };
+    let mut out = String::new();
+    for (key, value) in map {
+        match value {
+            Value::String(s) => out.push_str(&format!(" {key}={s}")),
+            other => out.push_str(&format!(" {key}={other}")),
+        }
+    }
+    out
 }
 
 /// A created module instance plus the host's view of it.
