@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod boundary_check;
 mod commands;
+mod env_overrides;
 mod http;
 mod module_host;
 mod module_loader;

@@ -8,13 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::env_overrides::apply_env_overrides;
+
 /// The configuration used when `--config` is not given: MCP Apps on, `./mcpapps` scanned.
 pub const DEFAULT_CONFIG: &str = include_str!("../appsettings.default.json");
-
-/// Top-level sections that environment variables may override. Other variables are ignored so
-/// that unrelated environment (PATH, HOME…) never leaks into the configuration.
-pub const OVERRIDABLE_SECTIONS: &[&str] =
-    &["OpenClaw", "McpApps", "Gateway", "Plugins", "Security", "Agent", "Tools", "Sessions", "McpCompatibility", "Testing"];
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -56,7 +53,10 @@ impl Settings {
                 (value, std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), None)
             }
         };
-        apply_env_overrides(&mut effective, std::env::vars());
+        let applied = apply_env_overrides(&mut effective, std::env::vars(), None);
+        if !applied.is_empty() {
+            tracing::info!("Configuration overridden by environment: {}", applied.join(", "));
+        }
         Ok(Settings { effective, config_dir, config_path })
     }
 
@@ -105,73 +105,10 @@ fn get_ci<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     map.get(key).or_else(|| map.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v))
 }
 
-/// Applies `A__B__C=value` variables over `config` (ASP.NET semantics): keys match existing ones
-/// case-insensitively, missing objects are created, and numeric segments index arrays. Values stay
-/// strings; readers accept `"true"`/`"15"` where they expect booleans and numbers.
-pub fn apply_env_overrides(config: &mut Value, vars: impl IntoIterator<Item = (String, String)>) {
-    let mut vars: Vec<(String, String)> = vars
-        .into_iter()
-        .filter(|(k, _)| {
-            let first = k.split("__").next().unwrap_or("");
-            k.contains("__") && OVERRIDABLE_SECTIONS.iter().any(|s| s.eq_ignore_ascii_case(first))
-        })
-        .collect();
-    vars.sort();
-    for (key, value) in vars {
-        let segments: Vec<&str> = key.split("__").filter(|s| !s.is_empty()).collect();
-        set_path(config, &segments, Value::String(value));
-    }
-}
-
-fn set_path(node: &mut Value, segments: &[&str], value: Value) {
-    let Some((first, rest)) = segments.split_first() else {
-        *node = value;
-        return;
-    };
-    if let (Value::Array(items), Ok(index)) = (&mut *node, first.parse::<usize>()) {
-        while items.len() <= index {
-            items.push(Value::Null);
-        }
-        return set_path(&mut items[index], rest, value);
-    }
-    if !node.is_object() {
-        *node = Value::Object(Map::new());
-    }
-    let map = node.as_object_mut().expect("just made an object");
-    let key = map.keys().find(|k| k.eq_ignore_ascii_case(first)).cloned().unwrap_or_else(|| first.to_string());
-    let child = map.entry(key).or_insert(Value::Null);
-    if child.is_null() && !rest.is_empty() && rest[0].parse::<usize>().is_ok() {
-        *child = Value::Array(Vec::new());
-    }
-    set_path(child, rest, value);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn env_overrides_follow_aspnet_rules() {
-        let mut config = json!({"OpenClaw": {"McpApps": {"Enabled": false, "DiscoveryPaths": ["./a"]}}});
-        apply_env_overrides(
-            &mut config,
-            vec![
-                ("OpenClaw__McpApps__Enabled".to_string(), "true".to_string()),
-                ("openclaw__mcpapps__DiscoveryPaths__1".to_string(), "./b".to_string()),
-                ("Gateway__Urls".to_string(), "http://127.0.0.1:9".to_string()),
-                ("HOME".to_string(), "/root".to_string()),
-                ("Unrelated__Key".to_string(), "x".to_string()),
-            ],
-        );
-        assert_eq!(
-            config,
-            json!({
-                "OpenClaw": {"McpApps": {"Enabled": "true", "DiscoveryPaths": ["./a", "./b"]}},
-                "Gateway": {"Urls": "http://127.0.0.1:9"}
-            })
-        );
-    }
 
     #[test]
     fn lookups_are_case_insensitive_and_accept_strings() {
