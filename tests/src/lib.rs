@@ -643,27 +643,31 @@ fn write_if_changed(path: &Path, contents: &[u8]) {
     std::fs::write(path, contents).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
 }
 
-/// Copies the files under `from` into `to` (only changed ones), and deletes files in `to` that
-/// are not in `from`.
-fn sync_dir(from: &Path, to: &Path) {
-    fn files(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+/// Copies the files under `from` into `to` (only changed ones) and deletes files in `to` that
+/// are not in `from`, skipping paths (relative, either side) for which `skip` is true.
+fn sync_dir(from: &Path, to: &Path, skip: &dyn Fn(&Path) -> bool) {
+    fn files(root: &Path, dir: &Path, skip: &dyn Fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("reading {}: {e}", dir.display())) {
             let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().to_path_buf();
+            if skip(&rel) {
+                continue;
+            }
             if path.is_dir() {
-                files(root, &path, out);
+                files(root, &path, skip, out);
             } else {
-                out.push(path.strip_prefix(root).unwrap().to_path_buf());
+                out.push(rel);
             }
         }
     }
     let mut wanted = Vec::new();
-    files(from, from, &mut wanted);
+    files(from, from, skip, &mut wanted);
     for rel in &wanted {
         write_if_changed(&to.join(rel), &std::fs::read(from.join(rel)).unwrap());
     }
     if to.exists() {
         let mut present = Vec::new();
-        files(to, to, &mut present);
+        files(to, to, skip, &mut present);
         for rel in present.iter().filter(|p| !wanted.contains(p)) {
             let _ = std::fs::remove_file(to.join(rel));
         }
@@ -770,12 +774,15 @@ pub fn build_variant_module() -> VariantModule {
 
 /// Builds a copy of `mcpapp-plugin/` with another version and library name, as its own
 /// workspace under `target/variant-src/<lib_name>/`: the crate's `Cargo.toml` (version and
-/// `[lib] name` rewritten) and `src/`, beside a workspace manifest that carries the root
+/// `[lib] name` rewritten) and its other files, beside a workspace manifest that carries the root
 /// `Cargo.toml`'s `[workspace.package]`, `[workspace.dependencies]` (paths made absolute) and
 /// `[profile.*]`, and the root `Cargo.lock` (same dependency versions as the real build).
 /// `CARGO_TARGET_DIR` is `target/variant`, separate from `target/release`, so the host and the
 /// workspace's module are never rebuilt or overwritten (and the outer `cargo test`'s lock on
-/// the main target folder is never waited for). Cached per spec for the life of the process.
+/// the main target folder is never waited for). The copy is refreshed on every call, so edits of
+/// `mcpapp-plugin` reach the variant; after the first build only the crate itself recompiles.
+/// Measured on 2 busy cores: the first build ≈ 4–5 min with the default fast profile (≈ 10 min
+/// with `release`); later ones seconds. Cached per spec for the life of the process.
 pub fn build_variant_module_with(spec: &VariantSpec) -> VariantModule {
     static CACHE: OnceLock<Mutex<HashMap<VariantSpec, VariantModule>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
@@ -837,7 +844,10 @@ pub fn build_variant_module_with(spec: &VariantSpec) -> VariantModule {
     }
     assert!(saw_version && saw_lib_name, "mcpapp-plugin/Cargo.toml: expected [package] version and [lib] name");
     write_if_changed(&member.join("Cargo.toml"), rewritten.as_bytes());
-    sync_dir(&root.join("mcpapp-plugin/src"), &member.join("src"));
+    // Everything else of the crate as is (src/, and build.rs or data files should it gain any).
+    sync_dir(&root.join("mcpapp-plugin"), &member, &|rel: &Path| {
+        rel == Path::new("Cargo.toml") || rel.starts_with("target") || rel == Path::new("Cargo.lock")
+    });
     // Same dependency versions as the real build (cargo prunes what this workspace does not use).
     write_if_changed(&ws.join("Cargo.lock"), &std::fs::read(root.join("Cargo.lock")).expect("reading Cargo.lock"));
 
