@@ -1,1 +1,735 @@
-fn main() {}
+//! test-app: a small MCP App for the gateway's end-to-end tests. It can misbehave on request
+//! (crash, hang, start slowly, never become ready, offer schemaless tools, many tools, big UI
+//! resources), all chosen by command-line flags so that test manifests can pick a behaviour
+//! through their `arguments`.
+//!
+//! Transports: stdio (default) or Streamable HTTP at `/mcp` (`--http ADDR`). Logs only go to
+//! stderr; stdout is the MCP channel in stdio mode.
+
+use std::future::IntoFuture;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use parking_lot::Mutex;
+use rmcp::model::*;
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use serde_json::{json, Value};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+const UI_URI: &str = "ui://test-app/app.html";
+const UI_MIME: &str = "text/html;profile=mcp-app";
+const README_URI: &str = "test://readme";
+const ITEM_TEMPLATE: &str = "test://items/{id}";
+const ITEM_PREFIX: &str = "test://items/";
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "test-app", version, about = "MCP test app for the gateway's end-to-end tests")]
+struct Cli {
+    /// Serve Streamable HTTP at /mcp on this address (e.g. 127.0.0.1:8080) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// serverInfo name, also used in tool texts.
+    #[arg(long, default_value = "test-app")]
+    name: String,
+    /// Sleep this long before serving (for HTTP: before binding).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    startup_delay_ms: u64,
+    /// Never become ready: stdio reads stdin but never answers; HTTP never binds.
+    #[arg(long)]
+    never_ready: bool,
+    /// Exit with code 3 after this many milliseconds, whatever the process is doing.
+    #[arg(long, value_name = "MS")]
+    exit_after_ms: Option<u64>,
+    /// Write this process's PID to this file at start.
+    #[arg(long, value_name = "PATH")]
+    pid_file: Option<PathBuf>,
+    /// Print this line to stderr at start (repeatable).
+    #[arg(long, value_name = "TEXT")]
+    stderr_line: Vec<String>,
+    /// Add N trivial tools extra_0..extra_{N-1}.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    tools_count: usize,
+    /// Add one more trivial tool with exactly this name (repeatable).
+    #[arg(long, value_name = "NAME")]
+    extra_tool: Vec<String>,
+    /// Add the tools no_schema (inputSchema {}) and string_schema (inputSchema {"type":"string"}).
+    #[arg(long)]
+    schemaless: bool,
+    /// Size of the UI HTML resource in KiB (padded with a deterministic HTML comment).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    ui_size_kb: usize,
+    /// tools/list page size: when there are more tools than this, tools/list is paginated
+    /// (nextCursor). 0 turns pagination off.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    page_size: usize,
+    /// An environment variable the `env` tool reports (repeatable).
+    #[arg(long, value_name = "VAR")]
+    env_echo: Vec<String>,
+}
+
+/// State shared by every session of the process.
+struct Shared {
+    cli: Cli,
+    ui_html: String,
+    /// Tools added at run time by `add_tool`.
+    dynamic: Mutex<Vec<String>>,
+    /// Tool-list changes, for `subscriptions/listen` streams (2026-07-28 sessions).
+    tool_changes: broadcast::Sender<()>,
+    /// Peers of initialize-era sessions, which get `notifications/tools/list_changed` directly.
+    legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// Cancelled when stdin reaches EOF (stdio) or on SIGTERM: long tool calls end at once so
+    /// that shutdown does not wait for them.
+    closing: CancellationToken,
+}
+
+/// Stdin that cancels a token when it reaches end of file.
+struct EofStdin {
+    inner: tokio::io::Stdin,
+    eof: CancellationToken,
+}
+
+impl tokio::io::AsyncRead for EofStdin {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(result) = &poll {
+            if result.is_err() || buf.filled().len() == before {
+                self.eof.cancel();
+            }
+        }
+        poll
+    }
+}
+
+#[derive(Clone)]
+struct TestApp {
+    shared: Arc<Shared>,
+}
+
+/// The UI page, exactly `size_kb` KiB (unless the page itself is larger): deterministic bytes.
+fn ui_html(size_kb: usize) -> String {
+    let head = "<!doctype html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<title>test-app</title>\n</head>\n\
+<body>\n<h1>test-app UI</h1>\n<pre id=\"out\">waiting for tool result</pre>\n<script>\n\
+window.addEventListener(\"message\", (event) => {\n  const msg = event.data;\n  \
+if (msg && msg.method === \"ui/notifications/tool-result\") {\n    \
+document.getElementById(\"out\").textContent = JSON.stringify(msg.params);\n  }\n});\n</script>\n";
+    let tail = "</body>\n</html>\n";
+    let target = size_kb * 1024;
+    let mut html = String::from(head);
+    let open = "<!-- padding: ";
+    let close = " -->\n";
+    let bare = head.len() + tail.len();
+    if target >= bare + open.len() + close.len() {
+        let n = target - bare - open.len() - close.len();
+        const PATTERN: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+        html.push_str(open);
+        html.extend((0..n).map(|i| PATTERN[i % PATTERN.len()] as char));
+        html.push_str(close);
+    }
+    html.push_str(tail);
+    html
+}
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => unreachable!("schemas are objects"),
+    }
+}
+
+fn no_args() -> Arc<JsonObject> {
+    schema(json!({"type": "object", "properties": {}}))
+}
+
+fn meta(value: Value) -> MetaObject {
+    match value {
+        Value::Object(map) => MetaObject(map),
+        _ => unreachable!("meta is an object"),
+    }
+}
+
+fn text_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text.into())])
+}
+
+fn structured_result(text: impl Into<String>, value: Value) -> CallToolResult {
+    let mut result = text_result(text);
+    result.structured_content = Some(value);
+    result
+}
+
+fn tool_error(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text.into())])
+}
+
+impl TestApp {
+    fn name(&self) -> &str {
+        &self.shared.cli.name
+    }
+
+    /// Every tool, in a stable order: the fixed ones, then the flag-selected ones, then the
+    /// dynamic ones.
+    fn tools(&self) -> Vec<Tool> {
+        let name = self.name().to_string();
+        let mut tools = vec![
+            Tool::new(
+                "echo",
+                "Echo the text back.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "description": "Text to echo"}},
+                    "required": ["text"]
+                })),
+            )
+            .with_raw_output_schema(schema(json!({
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "length": {"type": "integer"}},
+                "required": ["text", "length"]
+            }))),
+            Tool::new("echo_meta", "Return the request's _meta as JSON.", no_args()),
+            Tool::new(
+                "fail",
+                "Return a tool error (isError) with the message.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"message": {"type": "string"}},
+                    "required": ["message"]
+                })),
+            ),
+            Tool::new("protocol_error", "Answer with a JSON-RPC error (invalid params).", no_args()),
+            Tool::new("hang", "Sleep for an hour.", no_args()),
+            Tool::new(
+                "slow",
+                "Sleep for ms milliseconds, then answer.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"ms": {"type": "integer", "minimum": 0}},
+                    "required": ["ms"]
+                })),
+            ),
+            Tool::new("crash", "Exit the process with code 4 in the middle of the call.", no_args()),
+            Tool::new("env", "Report the --env-echo variables and the current directory.", no_args()),
+            Tool::new("show_ui", "Show the test UI.", no_args())
+                .with_raw_output_schema(schema(json!({
+                    "type": "object",
+                    "properties": {"shown": {"type": "boolean"}},
+                    "required": ["shown"]
+                })))
+                .with_meta(meta(json!({"ui": {"resourceUri": UI_URI}}))),
+            Tool::new("app_only", "A tool only the app may call.", no_args())
+                .with_meta(meta(json!({"ui": {"resourceUri": UI_URI, "visibility": ["app"]}}))),
+            Tool::new("model_only", "A tool only the model may call.", no_args())
+                .with_meta(meta(json!({"ui": {"resourceUri": UI_URI, "visibility": ["model"]}}))),
+            Tool::new(
+                "add_tool",
+                "Add a tool with this name and notify notifications/tools/list_changed.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                })),
+            ),
+        ];
+        for i in 0..self.shared.cli.tools_count {
+            tools.push(Tool::new(format!("extra_{i}"), format!("Extra tool {i} of {name}."), no_args()));
+        }
+        for extra in &self.shared.cli.extra_tool {
+            tools.push(Tool::new(extra.clone(), format!("Extra tool {extra} of {name}."), no_args()));
+        }
+        if self.shared.cli.schemaless {
+            tools.push(Tool::new("no_schema", "A tool whose inputSchema is {}.", Arc::new(JsonObject::new())));
+            tools.push(Tool::new(
+                "string_schema",
+                "A tool whose inputSchema is {\"type\":\"string\"}.",
+                schema(json!({"type": "string"})),
+            ));
+        }
+        for dynamic in self.shared.dynamic.lock().iter() {
+            tools.push(Tool::new(dynamic.clone(), format!("Dynamic tool {dynamic} of {name}."), no_args()));
+        }
+        tools
+    }
+
+    /// A trivial tool (extra, clash, schemaless, dynamic) exists under this name.
+    fn is_trivial_tool(&self, tool: &str) -> bool {
+        let cli = &self.shared.cli;
+        tool.strip_prefix("extra_")
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|n| n < cli.tools_count && tool == format!("extra_{n}"))
+            || cli.extra_tool.iter().any(|t| t == tool)
+            || (cli.schemaless && (tool == "no_schema" || tool == "string_schema"))
+            || self.shared.dynamic.lock().iter().any(|t| t == tool)
+    }
+
+    async fn add_tool(&self, new: String, context: &RequestContext<RoleServer>) -> CallToolResult {
+        if new.is_empty() {
+            return tool_error("name must not be empty");
+        }
+        let exists = self.tools().iter().any(|t| t.name == new);
+        if !exists {
+            self.shared.dynamic.lock().push(new.clone());
+        }
+        let _ = self.shared.tool_changes.send(());
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut peers = self.shared.legacy_peers.lock();
+            peers.retain(|p| !p.is_transport_closed());
+            peers.clone()
+        };
+        let mut notified = false;
+        for peer in peers {
+            if let Err(e) = peer.notify_tool_list_changed().await {
+                eprintln!("test-app: could not send tools/list_changed: {e}");
+            } else {
+                notified = true;
+            }
+        }
+        // A session that did not go through initialize (so is not registered) but is not a
+        // subscriptions/listen one either still hears about it.
+        if !notified && !is_modern(context) {
+            let _ = context.peer.notify_tool_list_changed().await;
+        }
+        let verb = if exists { "already had" } else { "added" };
+        structured_result(format!("{verb} tool {new}"), json!({"name": new, "added": !exists}))
+    }
+}
+
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+fn str_arg<'a>(args: &'a JsonObject, name: &str) -> Option<&'a str> {
+    args.get(name).and_then(Value::as_str)
+}
+
+#[allow(deprecated)]
+impl ServerHandler for TestApp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_logging()
+                .enable_completions()
+                .enable_prompts()
+                .enable_resources()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(self.name().to_string(), env!("CARGO_PKG_VERSION")))
+        .with_instructions("Test app for the MCP App gateway's end-to-end tests.")
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut peers = self.shared.legacy_peers.lock();
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(context.peer);
+    }
+
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let mut changes = self.shared.tool_changes.subscribe();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let notification = ServerNotification::ToolListChangedNotification(ToolListChangedNotification {
+                            method: Default::default(),
+                            extensions: Default::default(),
+                        });
+                        if context.sink().send(notification).await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self.tools();
+        let page_size = self.shared.cli.page_size;
+        if page_size == 0 || tools.len() <= page_size {
+            return Ok(ListToolsResult::with_all_items(tools));
+        }
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n < tools.len())
+                .ok_or_else(|| McpError::invalid_params(format!("invalid cursor {cursor:?}"), None))?,
+        };
+        let end = (start + page_size).min(tools.len());
+        let total = tools.len();
+        let mut result = ListToolsResult::with_all_items(tools.into_iter().skip(start).take(end - start).collect());
+        if end < total {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.tools().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let args = request.arguments.clone().unwrap_or_default();
+        let tool = request.name.as_ref();
+        let result = match tool {
+            "echo" => match str_arg(&args, "text") {
+                Some(text) => {
+                    let mut r = structured_result(
+                        format!("echo: {text}"),
+                        json!({"text": text, "length": text.chars().count()}),
+                    );
+                    r.is_error = Some(false);
+                    r
+                }
+                None => tool_error("echo: missing string argument `text`"),
+            },
+            "echo_meta" => {
+                let mut object = request.meta.as_ref().map(|m| m.0 .0.clone()).unwrap_or_default();
+                for (k, v) in context.meta.0 .0.iter() {
+                    object.insert(k.clone(), v.clone());
+                }
+                let value = Value::Object(object);
+                structured_result(value.to_string(), value)
+            }
+            "fail" => tool_error(str_arg(&args, "message").unwrap_or("fail requested").to_string()),
+            "protocol_error" => return Err(McpError::invalid_params("protocol_error requested", None)),
+            "hang" => {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(3600)) => text_result("hung for an hour"),
+                    _ = context.ct.cancelled() => tool_error("hang cancelled"),
+                    _ = self.shared.closing.cancelled() => tool_error("hang interrupted: shutting down"),
+                }
+            }
+            "slow" => match args.get("ms").and_then(Value::as_u64) {
+                Some(ms) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(ms)) => text_result(format!("slept {ms}")),
+                        _ = context.ct.cancelled() => tool_error("slow cancelled"),
+                        _ = self.shared.closing.cancelled() => tool_error("slow interrupted: shutting down"),
+                    }
+                }
+                None => tool_error("slow: missing non-negative integer argument `ms`"),
+            },
+            "crash" => {
+                eprintln!("test-app: crash requested, exiting with code 4");
+                std::process::exit(4);
+            }
+            "env" => {
+                let mut object = JsonObject::new();
+                for var in &self.shared.cli.env_echo {
+                    let value = std::env::var(var).map(Value::String).unwrap_or(Value::Null);
+                    object.insert(var.clone(), value);
+                }
+                let cwd = std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default();
+                object.insert("cwd".into(), Value::String(cwd));
+                let value = Value::Object(object);
+                structured_result(value.to_string(), value)
+            }
+            "show_ui" => structured_result("ui shown", json!({"shown": true})),
+            "app_only" => text_result("app only"),
+            "model_only" => text_result("model only"),
+            "add_tool" => match str_arg(&args, "name") {
+                Some(new) => self.add_tool(new.to_string(), &context).await,
+                None => tool_error("add_tool: missing string argument `name`"),
+            },
+            other if self.is_trivial_tool(other) => text_result(format!("{other} called on {}", self.name())),
+            other => return Err(McpError::invalid_params(format!("Unknown tool `{other}`"), None)),
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(UI_URI, "app")
+                .with_title("test-app UI")
+                .with_description("The test app's UI (MCP App).")
+                .with_mime_type(UI_MIME),
+            Resource::new(README_URI, "readme")
+                .with_description("A plain-text readme.")
+                .with_mime_type("text/plain"),
+        ]))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(ListResourceTemplatesResult::with_all_items(vec![ResourceTemplate::new(ITEM_TEMPLATE, "item")
+            .with_description("An item by id.")
+            .with_mime_type("text/plain")]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let uri = request.uri.as_str();
+        let contents = if uri == UI_URI {
+            ResourceContents::text(self.shared.ui_html.clone(), uri).with_mime_type(UI_MIME)
+        } else if uri == README_URI {
+            ResourceContents::text(format!("{} is a test app for the MCP App gateway.\n", self.name()), uri)
+                .with_mime_type("text/plain")
+        } else if let Some(id) = uri.strip_prefix(ITEM_PREFIX).filter(|id| !id.is_empty() && !id.contains('/')) {
+            ResourceContents::text(format!("item {id}"), uri).with_mime_type("text/plain")
+        } else {
+            return Err(McpError::resource_not_found(format!("unknown resource {uri}"), None));
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(vec![
+            Prompt::new(
+                "greet",
+                Some("Greet someone."),
+                Some(vec![PromptArgument::new("name").with_description("Who to greet").with_required(true)]),
+            ),
+            Prompt::new(
+                "summarize",
+                Some("Summarize a topic."),
+                Some(vec![PromptArgument::new("topic").with_description("What to summarize").with_required(true)]),
+            ),
+        ]))
+    }
+
+    async fn get_prompt(&self, request: GetPromptRequestParams, _context: RequestContext<RoleServer>) -> Result<GetPromptResponse, McpError> {
+        let arg = |name: &str| -> Result<String, McpError> {
+            request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| McpError::invalid_params(format!("Missing required argument `{name}`"), None))
+        };
+        let (text, description) = match request.name.as_str() {
+            "greet" => {
+                let name = arg("name")?;
+                (format!("Say hello to {name}."), format!("Greeting for {name}"))
+            }
+            "summarize" => {
+                let topic = arg("topic")?;
+                (format!("Summarize {topic} in three sentences."), format!("Summary of {topic}"))
+            }
+            other => return Err(McpError::invalid_params(format!("Unknown prompt `{other}`"), None)),
+        };
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description(description)
+            .into())
+    }
+
+    async fn complete(&self, request: CompleteRequestParams, _context: RequestContext<RoleServer>) -> Result<CompleteResult, McpError> {
+        let typed = request.argument.value.as_str();
+        let candidates: &[&str] = match (&request.r#ref, request.argument.name.as_str()) {
+            (Reference::Prompt(p), "name") if p.name == "greet" => &["alice", "bob", "carol"],
+            (Reference::Prompt(p), "topic") if p.name == "summarize" => &["mcp", "rust", "testing"],
+            (Reference::Resource(r), "id") if r.uri == ITEM_TEMPLATE => &["1", "2", "3", "42"],
+            _ => &[],
+        };
+        let values: Vec<String> = candidates.iter().filter(|c| c.starts_with(typed)).map(|c| c.to_string()).collect();
+        Ok(CompleteResult::new(CompletionInfo::new(values).map_err(|e| McpError::internal_error(e, None))?))
+    }
+
+    async fn set_level(&self, _request: SetLevelRequestParams, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        Ok(())
+    }
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {},
+                    _ = term.recv() => {},
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    if let Some(ms) = cli.exit_after_ms {
+        // A plain thread: fires even if the runtime is busy or blocked.
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            eprintln!("test-app: --exit-after-ms {ms} elapsed, exiting with code 3");
+            std::process::exit(3);
+        });
+    }
+    if let Some(path) = &cli.pid_file {
+        if let Err(e) = std::fs::write(path, std::process::id().to_string()) {
+            eprintln!("test-app: cannot write pid file {}: {e}", path.display());
+        }
+    }
+    for line in &cli.stderr_line {
+        eprintln!("{line}");
+    }
+    let code = match run(cli).await {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("test-app: {e}");
+            1
+        }
+    };
+    // Do not wait for in-flight tool calls (hang) or blocking stdin reads.
+    std::process::exit(code);
+}
+
+async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    if cli.startup_delay_ms > 0 {
+        tokio::time::sleep(Duration::from_millis(cli.startup_delay_ms)).await;
+    }
+    let http = cli.http;
+    if cli.never_ready {
+        match http {
+            None => {
+                eprintln!("test-app: --never-ready: reading stdin, never answering");
+                // Read and discard until EOF; then go away (the client is gone).
+                tokio::task::spawn_blocking(|| {
+                    let mut buf = [0u8; 8192];
+                    let mut stdin = std::io::stdin().lock();
+                    while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+                })
+                .await?;
+                return Ok(());
+            }
+            Some(addr) => {
+                eprintln!("test-app: --never-ready: not binding {addr}");
+                loop {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                }
+            }
+        }
+    }
+    let (tool_changes, _) = broadcast::channel(16);
+    let shared = Arc::new(Shared {
+        ui_html: ui_html(cli.ui_size_kb),
+        cli,
+        dynamic: Mutex::new(Vec::new()),
+        tool_changes,
+        legacy_peers: Mutex::new(Vec::new()),
+        closing: CancellationToken::new(),
+    });
+
+    let Some(addr) = http else {
+        eprintln!("test-app: {} serving MCP on stdio", shared.cli.name);
+        let stdin = EofStdin {
+            inner: tokio::io::stdin(),
+            eof: shared.closing.clone(),
+        };
+        let running = match (TestApp { shared: shared.clone() }).serve((stdin, tokio::io::stdout())).await {
+            Ok(running) => running,
+            // stdin closed before the handshake: the client went away, nothing to report.
+            Err(_) if shared.closing.is_cancelled() => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        tokio::select! {
+            r = running.waiting() => { r?; }
+            _ = wait_for_signal() => { shared.closing.cancel(); }
+        }
+        return Ok(());
+    };
+
+    let shutdown = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let mut allowed_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    if !addr.ip().is_unspecified() {
+        allowed_hosts.push(addr.ip().to_string());
+    }
+    let service = StreamableHttpService::new(
+        {
+            let shared = shared.clone();
+            move || Ok(TestApp { shared: shared.clone() })
+        },
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default()
+            .with_allowed_hosts(allowed_hosts)
+            .with_cancellation_token(shutdown.child_token()),
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    eprintln!("test-app listening on http://{addr}/mcp");
+    let stop = CancellationToken::new();
+    let serve = axum::serve(listener, app).with_graceful_shutdown({
+        let stop = stop.clone();
+        async move { stop.cancelled().await }
+    });
+    tokio::select! {
+        r = serve.into_future() => r?,
+        _ = async {
+            wait_for_signal().await;
+            eprintln!("test-app: shutting down");
+            shared.closing.cancel();
+            shutdown.cancel();
+            stop.cancel();
+            // Open streams or hanging calls must not keep the process alive for long.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        } => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ui_html_has_the_requested_size() {
+        assert_eq!(ui_html(2).len(), 2048);
+        assert_eq!(ui_html(100).len(), 100 * 1024);
+        assert_eq!(ui_html(2), ui_html(2));
+        assert!(ui_html(0).ends_with("</html>\n"));
+    }
+}
