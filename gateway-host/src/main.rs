@@ -16,6 +16,7 @@ mod module_host;
 mod module_loader;
 mod serve;
 mod settings;
+mod tools;
 
 /// The MCP App gateway.
 #[derive(Debug, Parser)]

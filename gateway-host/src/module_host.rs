@@ -7,8 +7,8 @@ use std::sync::Arc;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RStr;
 use host_abi::{
-    AbiError, AppDescriptor, HostSink, HostSink_TO, LogLevel, LogRecord, ModuleConfig, ModuleEvent, ModuleInstanceBox,
-    ToolDescriptor,
+    AbiError, AppDescriptor, ForwardRequest, HostSink, HostSink_TO, LogLevel, LogRecord, ModuleConfig, ModuleEvent,
+    ModuleInstanceBox, ToolDescriptor,
 };
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -64,6 +64,21 @@ impl HostSink for GatewaySink {
     }
 }
 
+/// Cancels a module call when the host stops waiting for it (a dropped request, a closed client).
+struct CancelOnDrop<'a> {
+    module: &'a ModuleHost,
+    call_id: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.module.instance.cancel(self.call_id);
+        }
+    }
+}
+
 /// The event's fields as ` key=value` pairs, the way `tracing`'s formatter shows its own.
 fn render_fields(fields_json: &str) -> String {
     let Ok(Value::Object(map)) = serde_json::from_str::<Value>(fields_json) else { return String::new() };
@@ -113,6 +128,36 @@ impl ModuleHost {
 
     pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, AbiError> {
         Ok(self.instance.list_tools().await.into_result()?.into_vec())
+    }
+
+    /// Forwards one browser JSON-RPC message to an app's upstream session. Returns the response
+    /// as JSON text (passed through untouched, so multi-MB resources are not re-encoded), or
+    /// `None` for a notification. If the caller stops waiting (the browser went away), the call
+    /// is cancelled in the module so the upstream request does not linger.
+    pub async fn forward(&self, app_id: &str, message: &Value, session_id: &str) -> Result<Option<String>, AbiError> {
+        let call_id = self.next_call_id();
+        let request = ForwardRequest {
+            call_id,
+            app_id: app_id.into(),
+            message_json: message.to_string().into(),
+            session_id: session_id.into(),
+            extra_json: "{}".into(),
+        };
+        let mut guard = CancelOnDrop { module: self, call_id, armed: true };
+        let response = self.instance.forward(request).await.into_result();
+        guard.armed = false;
+        drop(guard);
+        let text = response?.message_json.into_string();
+        Ok((!text.trim().is_empty()).then_some(text))
+    }
+
+    /// A model-side tool call; cancelled in the module if this future is dropped.
+    pub async fn call_tool(&self, request: host_abi::ToolCallRequest) -> Result<host_abi::ToolCallOutcome, AbiError> {
+        let call_id = request.call_id;
+        let mut guard = CancelOnDrop { module: self, call_id, armed: true };
+        let result = self.instance.call_tool(request).await.into_result();
+        guard.armed = false;
+        result
     }
 
     pub async fn reload(&self) -> Result<Value, AbiError> {

@@ -115,13 +115,16 @@ fn classify(path: &Path, module_version: &str, err: LibraryError) -> LoadError {
                 host_version: expected_version.to_string(),
             }
         }
-        LibraryError::AbiInstability(report) => LoadError::IncompatibleLayout {
+        LibraryError::AbiInstability(report) => {
+            tracing::debug!("abi_stable's full layout report for {}:\n{report}", path.display());
+            LoadError::IncompatibleLayout {
             path,
             module_version: module_version.to_string(),
             host_version: INTERFACE_VERSION.to_string(),
             host_abi: ABI_VERSION,
             detail: summarize_instability(&report.to_string()),
-        },
+        }
+        }
         other => LoadError::Other { path, detail: first_line(&other.to_string()) },
     }
 }
@@ -130,18 +133,34 @@ fn first_line(text: &str) -> String {
     text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(300).collect()
 }
 
-/// The useful part of abi_stable's layout report is at its end ("too many fields", "incompatible
-/// type size", with expected/found): keep the last few meaningful lines, each cut short.
+/// The useful part of abi_stable's layout report is its `Error:` entries at the end ("too many
+/// fields", "incompatible type size", each with `Expected:`/`Found:` values) and the type they
+/// concern. Keep those, one line each; fall back to the report's last lines if the format changes.
 fn summarize_instability(report: &str) -> String {
-    let lines: Vec<&str> = report
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.chars().all(|c| matches!(c, '-' | '=' | '{' | '}' | ',')))
-        .collect();
-    let start = lines.len().saturating_sub(4);
-    lines[start..]
+    let lines: Vec<&str> = report.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let error_at: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.starts_with("Error:")).map(|(i, _)| i).collect();
+    let Some(&first) = error_at.first() else {
+        let start = lines.len().saturating_sub(4);
+        return lines[start..].iter().map(|l| l.chars().take(200).collect::<String>()).collect::<Vec<_>>().join("\n  ");
+    };
+    let type_name = lines[..first]
         .iter()
-        .map(|l| l.chars().take(200).collect::<String>())
-        .collect::<Vec<_>>()
-        .join("\n  ")
+        .rposition(|l| *l == "--- Type Layout ---")
+        .and_then(|k| lines.get(k + 1))
+        .and_then(|l| l.strip_prefix("type:"))
+        .unwrap_or("a type");
+    let mut out = Vec::new();
+    for (n, &at) in error_at.iter().enumerate().take(4) {
+        let end = error_at.get(n + 1).copied().unwrap_or(lines.len());
+        let value = |label: &str| {
+            (at..end)
+                .find(|&j| lines[j] == label)
+                .and_then(|j| lines.get(j + 1))
+                .map(|v| v.trim_start_matches("field_name:").chars().take(80).collect::<String>())
+                .unwrap_or_else(|| "?".into())
+        };
+        let kind = &lines[at]["Error:".len()..];
+        out.push(format!("{type_name}: {kind} (expected {}, found {})", value("Expected:"), value("Found:")));
+    }
+    out.join("\n  ")
 }

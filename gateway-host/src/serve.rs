@@ -112,7 +112,8 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
     }
     let bound: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let module = create_module(&settings, loaded)?;
-    let state = Arc::new(GatewayState::new(module.clone(), settings, summary, bound.clone()));
+    let state = Arc::new(GatewayState::new(module.clone(), settings, summary, bound.clone())?);
+    state.tools.follow_module();
     let router = http::router(state.clone());
 
     // Apps start in the background so that the gateway answers /healthz while they connect.
@@ -142,6 +143,7 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
     shutdown_signal().await;
     tracing::info!("Gateway shutting down");
     let _ = stop_tx.send(true);
+    state.shutdown.cancel();
     if let Err(e) = module.shutdown().await {
         tracing::warn!("module shutdown reported: {e}");
     }

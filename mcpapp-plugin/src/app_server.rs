@@ -79,6 +79,23 @@ impl Live {
     }
 }
 
+/// What an [`AppServer`] serves: a manifest-packaged MCP App, or a standard MCP server from
+/// `Plugins.Mcp` (no UI, not reachable through the browser proxy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppKind {
+    App,
+    McpServer,
+}
+
+impl AppKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppKind::App => "mcpApp",
+            AppKind::McpServer => "mcpServer",
+        }
+    }
+}
+
 #[derive(Default)]
 struct Supervision {
     crashes: VecDeque<Instant>,
@@ -88,6 +105,7 @@ struct Supervision {
 pub struct AppServer {
     ctx: Arc<AppContext>,
     pub key: String,
+    pub kind: AppKind,
     install: Mutex<InstallState>,
     live: RwLock<Option<Arc<Live>>>,
     supervision: Mutex<Supervision>,
@@ -96,10 +114,11 @@ pub struct AppServer {
 }
 
 impl AppServer {
-    pub fn new(ctx: Arc<AppContext>, install: InstallState) -> Arc<AppServer> {
+    pub fn new(ctx: Arc<AppContext>, install: InstallState, kind: AppKind) -> Arc<AppServer> {
         Arc::new(AppServer {
             ctx,
             key: install.key.clone(),
+            kind,
             install: Mutex::new(install),
             live: RwLock::new(None),
             supervision: Mutex::new(Supervision::default()),
@@ -415,6 +434,7 @@ impl AppServer {
         let held = self.supervision.lock().held;
         let catalog = self.catalog();
         json!({
+            "kind": self.kind.as_str(),
             "manifestPath": st.manifest_path,
             "manifest": st.manifest,
             "warnings": st.warnings,

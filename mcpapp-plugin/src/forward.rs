@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::app_server::CallError;
+use crate::app_server::{AppKind, CallError};
 use crate::registry::Registry;
 use crate::upstream::UpstreamError;
 
@@ -75,7 +75,7 @@ pub async fn forward(
     if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Some(error_response(&id, code::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", None));
     }
-    let Some(app) = registry.app(app_id) else {
+    let Some(app) = registry.app(app_id).filter(|a| a.kind == AppKind::App) else {
         return Some(error_response(
             &id,
             code::APP_UNAVAILABLE,

@@ -93,7 +93,7 @@ impl Instance {
         let watch = apps_config.enabled;
         let core = Arc::new(Core {
             runtime,
-            registry: Registry::new(ctx, apps_config),
+            registry: Registry::new(ctx, apps_config, config_value.clone(), config_dir.clone()),
             faults: Faults::from_config(&config_value),
             host_version: config.host_version.into_string(),
             inflight: Mutex::new(HashMap::new()),

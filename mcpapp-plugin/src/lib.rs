@@ -26,6 +26,7 @@ pub mod install_state;
 pub mod instance;
 pub mod logging;
 pub mod manifest;
+pub mod mcp_servers;
 pub mod policy;
 pub mod process;
 pub mod registry;

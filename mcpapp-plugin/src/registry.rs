@@ -8,7 +8,7 @@ use futures::future::join_all;
 use parking_lot::RwLock;
 use serde_json::{json, Value};
 
-use crate::app_server::{AppContext, AppServer};
+use crate::app_server::{AppContext, AppKind, AppServer};
 use crate::config::McpAppsConfig;
 use crate::discovery::{self, DiscoveryReport};
 use crate::install_state::AppState;
@@ -16,6 +16,9 @@ use crate::install_state::AppState;
 pub struct Registry {
     ctx: Arc<AppContext>,
     config: McpAppsConfig,
+    /// The whole configuration (for `Plugins.Mcp`) and the folder its paths resolve against.
+    root_config: serde_json::Value,
+    config_dir: std::path::PathBuf,
     /// Apps in discovery order.
     apps: RwLock<Vec<Arc<AppServer>>>,
     /// Serialises reloads (a watcher event and an admin call may coincide).
@@ -23,8 +26,15 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn new(ctx: Arc<AppContext>, config: McpAppsConfig) -> Registry {
-        Registry { ctx, config, apps: RwLock::new(Vec::new()), reload_lock: tokio::sync::Mutex::new(()) }
+    pub fn new(ctx: Arc<AppContext>, config: McpAppsConfig, root_config: Value, config_dir: std::path::PathBuf) -> Registry {
+        Registry {
+            ctx,
+            config,
+            root_config,
+            config_dir,
+            apps: RwLock::new(Vec::new()),
+            reload_lock: tokio::sync::Mutex::new(()),
+        }
     }
 
     pub fn config(&self) -> &McpAppsConfig {
@@ -49,20 +59,31 @@ impl Registry {
     pub async fn reload(&self) -> Value {
         let _guard = self.reload_lock.lock().await;
         let report = tokio::task::block_in_place(|| self.discover());
+        let servers = crate::mcp_servers::installs(&self.root_config, &self.config_dir);
+        let found = report
+            .apps
+            .iter()
+            .cloned()
+            .map(|i| (i, AppKind::App))
+            .chain(servers.into_iter().map(|i| (i, AppKind::McpServer)));
         let old: HashMap<String, Arc<AppServer>> = self.apps().into_iter().map(|a| (a.key.clone(), a)).collect();
-        let mut next = Vec::with_capacity(report.apps.len());
+        let mut next = Vec::new();
         let (mut started, mut restarted, mut unchanged, mut to_start, mut to_stop) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for install in report.apps {
+        for (install, kind) in found {
             let key = install.key.clone();
             match old.get(&key) {
-                Some(existing) if !existing.install_state().differs_from(&install) && existing.state() != AppState::Failed => {
+                Some(existing)
+                    if existing.kind == kind
+                        && !existing.install_state().differs_from(&install)
+                        && existing.state() != AppState::Failed =>
+                {
                     unchanged.push(key);
                     next.push(existing.clone());
                 }
                 Some(existing) => {
                     to_stop.push(existing.clone());
-                    let app = AppServer::new(self.ctx.clone(), install);
+                    let app = AppServer::new(self.ctx.clone(), install, kind);
                     if app.state() == AppState::Validated {
                         to_start.push(app.clone());
                     }
@@ -70,7 +91,7 @@ impl Registry {
                     next.push(app);
                 }
                 None => {
-                    let app = AppServer::new(self.ctx.clone(), install);
+                    let app = AppServer::new(self.ctx.clone(), install, kind);
                     if app.state() == AppState::Validated {
                         to_start.push(app.clone());
                         started.push(key);

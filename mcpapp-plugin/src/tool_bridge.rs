@@ -13,18 +13,24 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::app_server::{AppServer, CallError};
+use crate::app_server::{AppKind, AppServer, CallError};
 use crate::install_state::AppState;
 
-/// `mcpapp:{appId}`: the provider id of an app's tools in the host's registry.
-pub fn provider_id(app_id: &str) -> String {
-    format!("mcpapp:{app_id}")
+/// The provider id of an app's tools in the host's registry: `mcpapp:{appId}` for MCP Apps; a
+/// standard server's registry key is already `mcp:{serverId}`.
+pub fn provider_id(app: &AppServer) -> String {
+    match app.kind {
+        AppKind::App => format!("mcpapp:{}", app.key),
+        AppKind::McpServer => app.key.clone(),
+    }
 }
 
-/// The tools of every Running app, clashes resolved in favour of the earlier app.
+/// The tools of every Running app, clashes resolved in favour of the earlier app of the same kind
+/// (MCP Apps among themselves, standard servers among themselves). Equal names across kinds are
+/// left for the host's preference order to choose between.
 /// `reported` remembers clashes already logged so each is logged once.
 pub fn descriptors(apps: &[Arc<AppServer>], reported: &Mutex<HashSet<String>>) -> Vec<ToolDescriptor> {
-    let mut taken: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    let mut taken: std::collections::HashMap<(String, &'static str), String> = std::collections::HashMap::new();
     let mut out = Vec::new();
     for app in apps {
         if app.state() != AppState::Running {
@@ -34,7 +40,8 @@ pub fn descriptors(apps: &[Arc<AppServer>], reported: &Mutex<HashSet<String>>) -
         let prefix = app.install_state().manifest.and_then(|m| m.tool_name_prefix).unwrap_or_default();
         for tool in &catalog.tools {
             let qualified = format!("{prefix}{}", tool.name);
-            if let Some(owner) = taken.get(&qualified) {
+            let slot = (qualified.clone(), app.kind.as_str());
+            if let Some(owner) = taken.get(&slot) {
                 let key = format!("{}/{qualified}", app.key);
                 if reported.lock().insert(key) {
                     tracing::warn!(
@@ -47,7 +54,7 @@ pub fn descriptors(apps: &[Arc<AppServer>], reported: &Mutex<HashSet<String>>) -
                 }
                 continue;
             }
-            taken.insert(qualified.clone(), app.key.clone());
+            taken.insert(slot, app.key.clone());
             let mut extra = serde_json::Map::new();
             for key in ["title", "annotations", "icons", "execution"] {
                 if let Some(v) = tool.raw.get(key) {
@@ -55,7 +62,7 @@ pub fn descriptors(apps: &[Arc<AppServer>], reported: &Mutex<HashSet<String>>) -
                 }
             }
             out.push(ToolDescriptor {
-                provider_id: provider_id(&app.key).into(),
+                provider_id: provider_id(app).into(),
                 app_id: app.key.as_str().into(),
                 name: tool.name.as_str().into(),
                 qualified_name: qualified.into(),

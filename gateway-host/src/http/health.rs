@@ -3,11 +3,13 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use host_abi::AppDescriptor;
 use serde_json::{json, Value};
 
+use super::auth::host_part;
 use super::GatewayState;
 
 /// `GET /healthz`: the gateway is up and which module it runs. Never calls into the module's
@@ -16,38 +18,93 @@ pub async fn healthz(State(state): State<Arc<GatewayState>>) -> Json<Value> {
     Json(json!({ "ok": true, "module": state.module_summary }))
 }
 
-/// `GET /apps/health`: every app and its state.
-pub async fn apps_health(State(state): State<Arc<GatewayState>>) -> Response {
-    match state.module.list_apps().await {
-        Ok(apps) => {
-            let apps: Vec<Value> = apps
-                .iter()
-                .map(|a| {
-                    json!({
-                        "id": a.id.as_str(),
-                        "name": a.name.as_str(),
-                        "version": a.version.as_str(),
-                        "state": a.state.as_str(),
-                        "transport": a.transport.as_str(),
-                        "tools": a.tool_count,
-                        "resources": a.resource_count,
-                        "resourceTemplates": a.resource_template_count,
-                        "prompts": a.prompt_count,
-                        "hasUi": a.has_ui,
-                        "uiResourceUri": non_empty(a.ui_resource_uri.as_str()),
-                        "lastError": non_empty(a.last_error.as_str()),
-                        "validationErrors": a.validation_errors.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
-                    })
-                })
-                .collect();
-            Json(json!({ "ok": true, "name": "gateway-host", "apps": apps })).into_response()
+/// `GET /apps/health` (R31): the anchor-compatible summary (`ok`, `name`, `mcp`, `sandbox`) and
+/// every app.
+///
+/// - `mcp`: the `/apps/mcp/{appId}` URL of the first Running app with a UI, else of the first
+///   Running app, else null.
+/// - `sandbox`: the origin app iframes are rendered on. `Gateway.SandboxUrl` when configured,
+///   else null: the sandbox page does not exist yet (a later issue serves it), and a URL that
+///   answers 404 would be worse than none.
+/// - URLs are absolute, built from `Gateway.PublicBaseUrl` when set, else from the `Host` the
+///   client used (already checked to be loopback when the gateway is open), else the first bound
+///   address. Forwarding headers are never read (R36).
+pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: HeaderMap) -> Response {
+    let apps = match state.module.list_apps().await {
+        Ok(apps) => apps,
+        Err(e) => {
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Json(json!({ "ok": false, "error": { "code": e.code.as_str(), "message": e.message.as_str() } })),
+            )
+                .into_response()
         }
-        Err(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({ "ok": false, "error": { "code": e.code.as_str(), "message": e.message.as_str() } })),
-        )
-            .into_response(),
+    };
+    let base = base_url(&state, &headers);
+    let mcp_url = |id: &str| format!("{base}/apps/mcp/{}", encode_segment(id));
+    let running = |a: &&AppDescriptor| a.state.as_str() == "running";
+    let featured = apps.iter().filter(running).find(|a| a.has_ui).or_else(|| apps.iter().find(running));
+    let list: Vec<Value> = apps
+        .iter()
+        .map(|a| {
+            json!({
+                "id": a.id.as_str(),
+                "name": a.name.as_str(),
+                "version": a.version.as_str(),
+                "state": a.state.as_str(),
+                "transport": a.transport.as_str(),
+                "tools": a.tool_count,
+                "resources": a.resource_count,
+                "resourceTemplates": a.resource_template_count,
+                "prompts": a.prompt_count,
+                "hasUi": a.has_ui,
+                "uiResourceUri": non_empty(a.ui_resource_uri.as_str()),
+                "lastError": non_empty(a.last_error.as_str()),
+                "validationErrors": a.validation_errors.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+                "mcp": mcp_url(a.id.as_str()),
+            })
+        })
+        .collect();
+    Json(json!({
+        "ok": true,
+        "name": "gateway-host",
+        "version": crate::serve::GATEWAY_VERSION,
+        "mcp": featured.map(|a| mcp_url(a.id.as_str())),
+        "sandbox": state.settings.get_str("Gateway:SandboxUrl"),
+        "apps": list,
+    }))
+    .into_response()
+}
+
+/// `http://host:port` without a trailing slash.
+fn base_url(state: &GatewayState, headers: &HeaderMap) -> String {
+    if let Some(url) = state.settings.get_str("Gateway:PublicBaseUrl") {
+        return url.trim_end_matches('/').to_string();
     }
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).filter(|h| valid_authority(h));
+    match (host, state.bound.first()) {
+        (Some(h), _) => format!("http://{h}"),
+        (None, Some(addr)) if addr.ip().is_unspecified() => format!("http://127.0.0.1:{}", addr.port()),
+        (None, Some(addr)) => format!("http://{addr}"),
+        (None, None) => "http://127.0.0.1".to_string(),
+    }
+}
+
+/// A Host value safe to echo into a URL (no path, userinfo or spaces).
+fn valid_authority(h: &str) -> bool {
+    !h.is_empty()
+        && h.chars().all(|c| c.is_ascii_alphanumeric() || "-.:[]_".contains(c))
+        && !host_part(h).is_empty()
+}
+
+/// App ids are path-safe already (manifest rules), but encode anything unexpected.
+fn encode_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 fn non_empty(s: &str) -> Value {

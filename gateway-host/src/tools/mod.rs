@@ -1,0 +1,249 @@
+//! The native tool registry (the seed's NativePluginRegistry, SPEC R30): the gateway's built-in
+//! tools, the tools of standard MCP servers (`Plugins.Mcp`, provider `mcp:{id}`) and of MCP Apps
+//! (provider `mcpapp:{id}`), in one place the agent and `/mcp` read from.
+//!
+//! It follows the module live: lifecycle and tool-list events trigger a refresh, so an app going
+//! Failed withdraws its tools and Running again restores them; subscribers hear about every change
+//! of the model-visible list.
+
+pub mod builtin;
+pub mod names;
+pub mod preference;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use host_abi::{event_kind, ToolCallRequest};
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::module_host::ModuleHost;
+use builtin::Builtin;
+use names::ProviderNames;
+use preference::Preference;
+
+/// Where a tool's calls go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolSource {
+    Builtin(Builtin),
+    /// An app's or standard server's tool, by its registry key and its own (unprefixed) name.
+    Module { app_id: String, tool_name: String },
+}
+
+/// One tool offered by one provider.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The name the model sees (`grocery.get_low_stock`).
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Option<Value>,
+    pub meta: Value,
+    pub visible_to_model: bool,
+    pub ui_resource_uri: Option<String>,
+    pub provider_id: String,
+    pub source: ToolSource,
+}
+
+/// A tool result for the model (SPEC R20).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    pub is_error: bool,
+    /// Starts with `Error:` when the call failed.
+    pub text: String,
+    /// Structured content for the model; `None` when absent or withheld (UI-linked tools).
+    pub structured: Option<Value>,
+    /// The UI this result renders with (for the browser).
+    pub ui_resource_uri: Option<String>,
+    /// The app's complete result (for the browser).
+    pub raw: Option<Value>,
+}
+
+impl ToolResult {
+    pub fn error(message: impl std::fmt::Display) -> ToolResult {
+        ToolResult { is_error: true, text: format!("Error: {message}"), structured: None, ui_resource_uri: None, raw: None }
+    }
+}
+
+#[derive(Default)]
+struct Snapshot {
+    /// Every provider's tools, registration order.
+    all: Vec<ToolSpec>,
+    /// The model's tools: model-visible, one per name (preference applied), by name.
+    resolved: BTreeMap<String, ToolSpec>,
+    provider_names: ProviderNames,
+}
+
+pub struct ToolRegistry {
+    module: Arc<ModuleHost>,
+    preference: Preference,
+    snapshot: RwLock<Snapshot>,
+    /// Last choice logged per contested name, so a choice is logged when it is made or changes.
+    choices: Mutex<HashMap<String, String>>,
+    changes: broadcast::Sender<()>,
+}
+
+impl ToolRegistry {
+    pub fn new(module: Arc<ModuleHost>, preference: Preference) -> Arc<ToolRegistry> {
+        let (changes, _) = broadcast::channel(64);
+        Arc::new(ToolRegistry {
+            module,
+            preference,
+            snapshot: RwLock::new(Snapshot::default()),
+            choices: Mutex::new(HashMap::new()),
+            changes,
+        })
+    }
+
+    /// Notified (no payload) whenever the model-visible tool list changes.
+    pub fn subscribe(&self) -> broadcast::Receiver<()> {
+        self.changes.subscribe()
+    }
+
+    /// The model's tools, sorted by name.
+    pub fn model_tools(&self) -> Vec<ToolSpec> {
+        self.snapshot.read().resolved.values().cloned().collect()
+    }
+
+    /// Every provider's tools, model-visible or not.
+    pub fn all_tools(&self) -> Vec<ToolSpec> {
+        self.snapshot.read().all.clone()
+    }
+
+    pub fn provider_names(&self) -> ProviderNames {
+        self.snapshot.read().provider_names.clone()
+    }
+
+    /// Rebuilds from the module's current tools; tells subscribers when the model's list changed.
+    pub async fn refresh(&self) {
+        let mut all = builtin::specs();
+        match self.module.list_tools().await {
+            Ok(tools) => all.extend(tools.iter().map(|t| {
+                let parse = |s: &str| serde_json::from_str::<Value>(s).ok();
+                ToolSpec {
+                    name: t.qualified_name.to_string(),
+                    description: t.description.to_string(),
+                    input_schema: parse(t.input_schema_json.as_str()).unwrap_or_else(|| serde_json::json!({"type": "object"})),
+                    output_schema: parse(t.output_schema_json.as_str()),
+                    meta: parse(t.meta_json.as_str()).unwrap_or_else(|| serde_json::json!({})),
+                    visible_to_model: t.visible_to_model,
+                    ui_resource_uri: Some(t.ui_resource_uri.to_string()).filter(|u| !u.is_empty()),
+                    provider_id: t.provider_id.to_string(),
+                    source: ToolSource::Module { app_id: t.app_id.to_string(), tool_name: t.name.to_string() },
+                }
+            })),
+            Err(e) => tracing::warn!("cannot list the module's tools: {e}"),
+        }
+        let resolved = self.resolve(&all);
+        let changed = {
+            let mut snap = self.snapshot.write();
+            let changed = snap.resolved != resolved;
+            snap.provider_names = ProviderNames::build(resolved.keys().map(String::as_str));
+            snap.resolved = resolved;
+            snap.all = all;
+            changed
+        };
+        if changed {
+            let _ = self.changes.send(());
+        }
+    }
+
+    /// ResolvePreference over every contested name.
+    fn resolve(&self, all: &[ToolSpec]) -> BTreeMap<String, ToolSpec> {
+        let mut by_name: BTreeMap<&str, Vec<&ToolSpec>> = BTreeMap::new();
+        for spec in all.iter().filter(|s| s.visible_to_model) {
+            by_name.entry(&spec.name).or_default().push(spec);
+        }
+        let mut choices = self.choices.lock();
+        by_name
+            .into_iter()
+            .map(|(name, candidates)| {
+                let providers: Vec<&str> = candidates.iter().map(|c| c.provider_id.as_str()).collect();
+                let chosen = candidates[self.preference.choose(&providers)];
+                if candidates.len() > 1 && choices.get(name) != Some(&chosen.provider_id) {
+                    tracing::info!(
+                        tool = name,
+                        "ResolvePreference: tool '{name}' is offered by {}; using {} (Tools.Preference: {})",
+                        providers.join(", "),
+                        chosen.provider_id,
+                        self.preference.order().join(", ")
+                    );
+                    choices.insert(name.to_string(), chosen.provider_id.clone());
+                }
+                (name.to_string(), chosen.clone())
+            })
+            .collect()
+    }
+
+    /// Follows the module's events, refreshing after each burst (debounced briefly, since a
+    /// reload reports many apps at once).
+    pub fn follow_module(self: &Arc<Self>) {
+        let me = self.clone();
+        let mut events = self.module.subscribe();
+        tokio::spawn(async move {
+            me.refresh().await;
+            loop {
+                match events.recv().await {
+                    Ok(e) if e.kind == event_kind::TOOLS_CHANGED || e.kind == event_kind::APP_STATE_CHANGED => {}
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                while events.try_recv().is_ok() {}
+                me.refresh().await;
+            }
+        });
+    }
+
+    /// Calls the model's tool `name` (already resolved by preference).
+    pub async fn call(&self, name: &str, arguments_json: &str) -> ToolResult {
+        let spec = self.snapshot.read().resolved.get(name).cloned();
+        let Some(spec) = spec else {
+            return ToolResult::error(format!("unknown tool '{name}'"));
+        };
+        match &spec.source {
+            ToolSource::Builtin(builtin) => {
+                let args = match parse_object(arguments_json) {
+                    Ok(a) => a,
+                    Err(e) => return ToolResult::error(format!("invalid arguments for tool '{name}': {e}")),
+                };
+                builtin::call(*builtin, &self.module, &args).await
+            }
+            ToolSource::Module { app_id, tool_name } => {
+                let request = ToolCallRequest {
+                    call_id: self.module.next_call_id(),
+                    app_id: app_id.as_str().into(),
+                    tool_name: tool_name.as_str().into(),
+                    arguments_json: arguments_json.into(),
+                    meta_json: "".into(),
+                    extra_json: "{}".into(),
+                };
+                match self.module.call_tool(request).await {
+                    Ok(outcome) => ToolResult {
+                        is_error: outcome.is_error,
+                        text: outcome.text.into_string(),
+                        structured: serde_json::from_str(outcome.structured_content_json.as_str()).ok(),
+                        ui_resource_uri: Some(outcome.ui_resource_uri.into_string()).filter(|u| !u.is_empty()),
+                        raw: serde_json::from_str(outcome.raw_result_json.as_str()).ok(),
+                    },
+                    Err(e) => ToolResult::error(e),
+                }
+            }
+        }
+    }
+}
+
+fn parse_object(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(serde_json::json!({}));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(Value::Null) => Ok(serde_json::json!({})),
+        Ok(_) => Err("arguments must be a JSON object".into()),
+        Err(e) => Err(format!("arguments are not valid JSON: {e}")),
+    }
+}
