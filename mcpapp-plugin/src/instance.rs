@@ -106,7 +106,7 @@ impl Instance {
                 let weak = weak.clone();
                 async move {
                     if let Some(core) = weak.upgrade() {
-                        let report = core.registry.reload().await;
+                        let report = core.registry.reload(false).await;
                         tracing::info!("Reload after manifest change: {report}");
                     }
                 }
@@ -213,7 +213,7 @@ impl ModuleInstance for Instance {
     }
 
     fn reload(&self) -> AbiFuture<RString> {
-        self.call("reload", |core| async move { Ok(core.registry.reload().await.to_string().into()) })
+        self.call("reload", |core| async move { Ok(core.registry.reload(true).await.to_string().into()) })
     }
 
     fn list_tools(&self) -> AbiFuture<RVec<ToolDescriptor>> {

@@ -56,7 +56,11 @@ impl Registry {
 
     /// Re-runs discovery: new apps start, removed ones stop, changed ones restart, unchanged ones are
     /// left alone. All starts run in parallel, so this takes about as long as the slowest app.
-    pub async fn reload(&self) -> Value {
+    ///
+    /// An `explicit` reload (admin call, gateway start) also retries unchanged apps that are
+    /// Failed, clearing a crash-loop hold; a reload triggered by a file change does not, so an
+    /// unrelated edit never disturbs an app.
+    pub async fn reload(&self, explicit: bool) -> Value {
         let _guard = self.reload_lock.lock().await;
         let report = tokio::task::block_in_place(|| self.discover());
         let servers = crate::mcp_servers::installs(&self.root_config, &self.config_dir);
@@ -73,12 +77,13 @@ impl Registry {
         for (install, kind) in found {
             let key = install.key.clone();
             match old.get(&key) {
-                Some(existing)
-                    if existing.kind == kind
-                        && !existing.install_state().differs_from(&install)
-                        && existing.state() != AppState::Failed =>
-                {
-                    unchanged.push(key);
+                Some(existing) if existing.kind == kind && !existing.install_state().differs_from(&install) => {
+                    if explicit && existing.state() == AppState::Failed {
+                        to_start.push(existing.clone());
+                        restarted.push(key);
+                    } else {
+                        unchanged.push(key);
+                    }
                     next.push(existing.clone());
                 }
                 Some(existing) => {

@@ -1,0 +1,322 @@
+//! The MCP App module with real apps (issue 3): connections over stdio and Streamable HTTP,
+//! enumeration, timeouts, parallel start, supervision, reload, strict schemas and UI recognition.
+//!
+//! The module is driven through its `host-abi` objects in-process; every app is a real process
+//! (`test-app`, the official `server-everything`) speaking MCP through rmcp.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::*;
+
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+fn raw_tools(m: &TestModule, app: &str) -> Vec<Value> {
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({ "cursor": c }),
+            None => json!({}),
+        };
+        let r = m.forward(app, &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}), "");
+        all.extend(r["result"]["tools"].as_array().cloned().unwrap_or_default());
+        match r["result"]["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => break,
+        }
+    }
+    all
+}
+
+#[test]
+fn stdio_and_http_apps_reach_running_with_their_counts() {
+    let m = TestModule::new(json!({}));
+    m.add_app("alpha", &stdio_app("alpha", &["--tools-count", "15"]));
+    m.add_app("beta", &http_app("beta", &[]));
+    let report = m.reload();
+    assert_eq!(report["started"], json!(["alpha", "beta"]), "{report}");
+    for id in ["alpha", "beta"] {
+        let app = m.app(id);
+        assert_eq!(app.state.as_str(), "running", "{id}: {}", app.last_error);
+        let listed = raw_tools(&m, id);
+        assert_eq!(app.tool_count as usize, listed.len(), "{id}: every page of tools is enumerated");
+        assert_eq!(app.resource_count, 2, "{id}");
+        assert_eq!(app.resource_template_count, 1, "{id}");
+        assert_eq!(app.prompt_count, 2, "{id}");
+    }
+    assert_eq!(m.app("alpha").tool_count, m.app("beta").tool_count + 15, "alpha has 15 extra tools over 2+ pages");
+    assert!(m.app("alpha").tool_count > 20);
+    assert_eq!(m.app("beta").transport.as_str(), "http");
+    assert_eq!(m.app("alpha").version.as_str(), "1.2.3");
+    // Lifecycle times and transitions are recorded.
+    let transitions = m.detail("alpha")["transitions"].as_array().cloned().unwrap();
+    let path: Vec<&str> = transitions.iter().map(|t| t["to"].as_str().unwrap()).collect();
+    assert_eq!(path, ["validated", "loaded", "running"]);
+    assert!(transitions.iter().all(|t| t["at"].as_u64().unwrap() > 0));
+}
+
+#[test]
+fn official_server_everything_runs_as_a_stdio_app() {
+    let entry = gateway_e2e::repo_root().join("tests/js/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(entry.exists(), "run `npm ci` in tests/js first ({} missing)", entry.display());
+    let m = TestModule::new(json!({}));
+    m.add_app(
+        "everything",
+        &json!({
+            "id": "everything",
+            "transport": "stdio",
+            "command": "node",
+            "arguments": [entry, "stdio"],
+            "toolNamePrefix": "ev.",
+            "startupTimeoutSeconds": 30
+        }),
+    );
+    m.reload();
+    let app = m.app("everything");
+    assert_eq!(app.state.as_str(), "running", "{}", app.last_error);
+    assert!(app.tool_count >= 5, "tools enumerated: {}", app.tool_count);
+    assert!(app.prompt_count >= 1 && app.resource_count >= 1);
+    let tools = m.tools();
+    assert!(tools.iter().any(|t| t.qualified_name.as_str() == "ev.echo"), "ev.echo is bridged");
+    let out = m.call("everything", "echo", r#"{"message":"hi from the gateway"}"#);
+    assert!(!out.is_error && out.text.contains("hi from the gateway"), "{}", out.text);
+}
+
+#[test]
+fn never_ready_app_fails_after_its_startup_timeout_while_others_run() {
+    let m = TestModule::new(json!({}));
+    let mut stuck = stdio_app("stuck", &["--never-ready"]);
+    stuck["startupTimeoutSeconds"] = json!(2);
+    m.add_app("stuck", &stuck);
+    let mut web_stuck = http_app("webstuck", &["--never-ready"]);
+    web_stuck["startupTimeoutSeconds"] = json!(2);
+    m.add_app("webstuck", &web_stuck);
+    m.add_app("fine", &stdio_app("fine", &[]));
+    let started = Instant::now();
+    m.reload();
+    let elapsed = started.elapsed();
+    assert_eq!(m.state("fine"), "running");
+    for id in ["stuck", "webstuck"] {
+        let app = m.app(id);
+        assert_eq!(app.state.as_str(), "failed");
+        assert!(app.last_error.contains("startup timeout of 2s"), "{}", app.last_error);
+    }
+    assert!(elapsed < SECS(10), "startup bounded by the timeout, took {elapsed:?}");
+}
+
+#[test]
+fn hanging_tool_call_returns_error_after_the_request_timeout() {
+    let m = TestModule::new(json!({}));
+    let mut app = stdio_app("slowpoke", &[]);
+    app["requestTimeoutSeconds"] = json!(2);
+    m.add_app("slowpoke", &app);
+    m.reload();
+    let started = Instant::now();
+    let out = m.call("slowpoke", "hang", "{}");
+    let elapsed = started.elapsed();
+    assert!(out.is_error && out.text.starts_with("Error:"), "{}", out.text);
+    assert!(out.text.contains("timed out"), "{}", out.text);
+    assert!(elapsed >= Duration::from_millis(1500) && elapsed < SECS(10), "{elapsed:?}");
+    // The app is still usable afterwards.
+    let ok = m.call("slowpoke", "echo", r#"{"text":"still here"}"#);
+    assert!(!ok.is_error && ok.text.contains("still here"), "{}", ok.text);
+}
+
+#[test]
+fn ten_slow_apps_start_in_parallel() {
+    let m = TestModule::new(json!({}));
+    for i in 0..10 {
+        let id = format!("slow{i}");
+        m.add_app(&id, &stdio_app(&id, &["--startup-delay-ms", "1000"]));
+    }
+    let started = Instant::now();
+    m.reload();
+    let elapsed = started.elapsed();
+    assert!(m.apps().iter().all(|a| a.state.as_str() == "running"));
+    assert!(elapsed < SECS(5), "10 apps × 1 s must start in parallel, took {elapsed:?}");
+}
+
+#[test]
+fn killed_app_is_noticed_calls_end_at_once_and_it_restarts() {
+    let m = TestModule::new(json!({}));
+    let pid_file = m.dir.path().join("victim.pid");
+    let pid_arg = pid_file.display().to_string();
+    m.add_app("victim", &stdio_app("victim", &["--pid-file", &pid_arg]));
+    m.reload();
+    assert_eq!(m.state("victim"), "running");
+    let first_pid = read_pid(&pid_file, SECS(5));
+    std::fs::remove_file(&pid_file).unwrap();
+
+    // A call in flight when the app dies ends promptly with Error:.
+    let pending = m.call_async("victim", "slow", r#"{"ms": 60000}"#, "{}");
+    let waiter = std::thread::spawn(move || {
+        let started = Instant::now();
+        (futures::executor::block_on(pending), started.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    unsafe { libc::kill(first_pid, libc::SIGKILL) };
+    let (outcome, waited) = waiter.join().unwrap();
+    assert!(outcome.is_error && outcome.text.starts_with("Error:"), "{}", outcome.text);
+    assert!(waited < SECS(5), "in-flight call ended at once, took {waited:?}");
+
+    // Failed with lastError, tools withdrawn, then restarted with a new process.
+    assert!(m.events_of("app.state_changed", "victim").iter().any(|e| e["to"] == "failed"));
+    assert!(m.wait_state("victim", "running", SECS(15)), "restarted");
+    let second_pid = read_pid(&pid_file, SECS(5));
+    assert_ne!(first_pid, second_pid);
+    let failed = m.events_of("app.state_changed", "victim").into_iter().find(|e| e["to"] == "failed").unwrap();
+    assert!(failed["lastError"].as_str().unwrap().contains("killed by signal 9"), "{failed}");
+    assert!(m.events_of("tools.changed", "victim").len() >= 3, "started, withdrawn, restored");
+    assert!(!process_alive(first_pid));
+}
+
+#[test]
+fn crash_loop_stops_at_the_cap_until_an_explicit_start() {
+    let m = TestModule::new(json!({}));
+    m.add_app("crashy", &stdio_app("crashy", &["--exit-after-ms", "400"]));
+    m.reload();
+    // 3 crashes within the window: restarts after 1 s and 2 s, then held.
+    let deadline = Instant::now() + SECS(30);
+    while Instant::now() < deadline && m.detail("crashy")["crashLoopHeld"] != json!(true) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(m.detail("crashy")["crashLoopHeld"], json!(true), "crash loop cap reached");
+    let starts = m.events_of("app.state_changed", "crashy").iter().filter(|e| e["to"] == "running").count();
+    assert_eq!(starts, 3, "first start plus two restarts");
+    std::thread::sleep(SECS(3));
+    assert_eq!(m.state("crashy"), "failed", "stays failed while held");
+    let starts_after = m.events_of("app.state_changed", "crashy").iter().filter(|e| e["to"] == "running").count();
+    assert_eq!(starts_after, 3, "no restart while held");
+    assert!(m.app("crashy").last_error.contains("exited with code 3"));
+    // An explicit start clears the hold.
+    let d = futures::executor::block_on(m.instance.start_app("crashy".into())).unwrap();
+    assert_eq!(d.state.as_str(), "running");
+    assert_eq!(m.detail("crashy")["crashLoopHeld"], json!(false));
+}
+
+#[test]
+fn reload_adds_removes_and_restarts_only_changed_apps() {
+    let m = TestModule::new(json!({}));
+    let pid = |name: &str| m.dir.path().join(format!("{name}.pid"));
+    let app_with_pid = |id: &str, extra: &[&str]| {
+        let file = pid(id).display().to_string();
+        let mut args = vec!["--pid-file", file.as_str()];
+        args.extend_from_slice(extra);
+        stdio_app(id, &args)
+    };
+    m.add_app("keep", &app_with_pid("keep", &[]));
+    m.add_app("change", &app_with_pid("change", &[]));
+    m.add_app("remove", &app_with_pid("remove", &[]));
+    m.reload();
+    let keep_pid = read_pid(&pid("keep"), SECS(5));
+    let change_pid = read_pid(&pid("change"), SECS(5));
+    let remove_pid = read_pid(&pid("remove"), SECS(5));
+    std::fs::remove_file(pid("change")).unwrap();
+
+    // Edit on disk: the file watcher reloads without any call.
+    let mut changed = app_with_pid("change", &["--tools-count", "3"]);
+    changed["version"] = json!("9.9.9");
+    m.add_app("change", &changed);
+    std::fs::remove_dir_all(m.apps_dir().join("remove")).unwrap();
+    m.add_app("added", &app_with_pid("added", &[]));
+
+    assert!(m.wait_state("added", "running", SECS(20)), "new app started by the watcher");
+    assert!(
+        gateway_e2e::wait_until(SECS(20), Duration::from_millis(100), || m.apps().iter().all(|a| a.id.as_str() != "remove")),
+        "removed app dropped"
+    );
+    assert!(gateway_e2e::wait_until(SECS(20), Duration::from_millis(100), || m.app("change").version.as_str() == "9.9.9"));
+    assert!(m.wait_state("change", "running", SECS(20)));
+    let new_change_pid = read_pid(&pid("change"), SECS(5));
+    assert_ne!(new_change_pid, change_pid, "changed app restarted");
+    assert!(!process_alive(change_pid), "old process of the changed app is gone");
+    assert!(!process_alive(remove_pid), "removed app's process is gone");
+    assert_eq!(read_pid(&pid("keep"), SECS(1)), keep_pid);
+    assert!(process_alive(keep_pid), "unchanged app kept its process");
+    assert_eq!(m.state("keep"), "running");
+    // An explicit reload with nothing changed leaves everything alone.
+    let report = m.reload();
+    assert_eq!(report["started"], json!([]));
+    assert_eq!(report["restarted"], json!([]));
+    assert_eq!(report["stopped"], json!([]));
+}
+
+#[test]
+fn strict_schema_skips_schemaless_tools_and_the_switch_keeps_them() {
+    let strict = TestModule::new(json!({}));
+    strict.add_app("loose", &stdio_app("loose", &["--schemaless"]));
+    strict.reload();
+    let names: Vec<String> = strict.tools().iter().map(|t| t.name.to_string()).collect();
+    assert!(names.contains(&"echo".to_string()));
+    assert!(!names.contains(&"no_schema".to_string()) && !names.contains(&"string_schema".to_string()));
+    let skipped = strict.detail("loose")["skippedTools"].clone();
+    let skipped_names: Vec<&str> = skipped.as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(skipped_names, ["no_schema", "string_schema"], "{skipped}");
+
+    let relaxed = TestModule::new(json!({ "McpCompatibility": { "AllowRelaxedInputSchemaValidation": true } }));
+    relaxed.add_app("loose", &stdio_app("loose", &["--schemaless"]));
+    relaxed.reload();
+    let tools = relaxed.tools();
+    let kept = tools.iter().find(|t| t.name.as_str() == "no_schema").expect("kept when relaxed");
+    assert_eq!(kept.input_schema_json.as_str(), r#"{"type":"object"}"#);
+    assert!(tools.iter().any(|t| t.name.as_str() == "string_schema"));
+}
+
+#[test]
+fn ui_resources_and_tool_ui_links_are_recognised() {
+    let m = TestModule::new(json!({}));
+    let mut app = stdio_app("uiapp", &[]);
+    app["hasUi"] = json!(true);
+    app["uiResourceUri"] = json!("ui://test-app/app.html");
+    m.add_app("uiapp", &app);
+    m.reload();
+    let d = m.app("uiapp");
+    assert!(d.has_ui);
+    assert_eq!(d.ui_resource_uri.as_str(), "ui://test-app/app.html");
+    assert_eq!(m.detail("uiapp")["uiResources"], json!(["ui://test-app/app.html"]));
+    let tools = m.tools();
+    let find = |n: &str| tools.iter().find(|t| t.name.as_str() == n).unwrap_or_else(|| panic!("{n}"));
+    assert_eq!(find("show_ui").ui_resource_uri.as_str(), "ui://test-app/app.html");
+    assert!(find("show_ui").visible_to_model && find("show_ui").visible_to_app);
+    assert!(!find("app_only").visible_to_model && find("app_only").visible_to_app);
+    assert!(find("model_only").visible_to_model && !find("model_only").visible_to_app);
+    assert_eq!(find("echo").ui_resource_uri.as_str(), "");
+    assert_eq!(find("echo").qualified_name.as_str(), "uiapp.echo");
+}
+
+#[test]
+fn client_advertises_the_mcp_apps_extension_and_only_manifest_headers_reach_http_apps() {
+    let m = TestModule::new(json!({}));
+    let mut app = http_app("hdr", &["--env-echo", "APP_SETTING"]);
+    app["headers"] = json!({ "X-App-Key": "k-123" });
+    app["environment"] = json!({ "APP_SETTING": "from-manifest" });
+    m.add_app("hdr", &app);
+    m.reload();
+    assert_eq!(m.state("hdr"), "running", "{}", m.app("hdr").last_error);
+    let env = m.call("hdr", "env", "{}");
+    assert!(env.text.contains("from-manifest"), "{}", env.text);
+    // The working directory defaults to the manifest's folder.
+    assert!(env.text.contains(&m.apps_dir().join("hdr").display().to_string()), "{}", env.text);
+}
+
+#[test]
+fn invalid_arguments_and_remote_errors_become_error_text() {
+    let m = TestModule::new(json!({}));
+    m.add_app("errs", &stdio_app("errs", &[]));
+    m.reload();
+    let bad_json = m.call("errs", "echo", "{not json");
+    assert!(bad_json.is_error && bad_json.text.starts_with("Error: invalid arguments for tool 'echo'"), "{}", bad_json.text);
+    let tool_error = m.call("errs", "fail", r#"{"message":"no such store"}"#);
+    assert!(tool_error.is_error && tool_error.text.starts_with("Error: ") && tool_error.text.contains("no such store"));
+    let protocol_error = m.call("errs", "protocol_error", "{}");
+    assert!(protocol_error.is_error && protocol_error.text.starts_with("Error:"), "{}", protocol_error.text);
+    let structured = m.call("errs", "echo", r#"{"text":"abc"}"#);
+    assert_eq!(serde_json::from_str::<Value>(structured.structured_content_json.as_str()).unwrap()["length"], 3);
+    let ui = m.call("errs", "show_ui", "{}");
+    assert!(ui.structured_content_json.is_empty(), "withheld from the model for UI tools");
+    assert_eq!(ui.ui_resource_uri.as_str(), "ui://test-app/app.html");
+    assert!(ui.raw_result_json.contains("structuredContent"), "kept for the browser");
+}

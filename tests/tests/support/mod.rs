@@ -1,0 +1,249 @@
+//! In-process driver for the module: the same `host-abi` objects the gateway gets from the
+//! library, created through the module crate's `Instance`, with real app processes behind it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RStr, RString};
+use host_abi::{
+    AppDescriptor, HostSink, HostSink_TO, LogLevel, LogRecord, ModuleConfig, ModuleEvent, ModuleInstanceBox,
+    ToolCallOutcome, ToolCallRequest, ToolDescriptor,
+};
+use serde_json::{json, Value};
+use std::sync::Mutex;
+
+/// What the module reported through its sink.
+#[derive(Default)]
+pub struct Recorded {
+    pub events: Mutex<Vec<(String, String, Value)>>,
+    pub logs: Mutex<Vec<String>>,
+}
+
+#[derive(Clone)]
+struct Sink(Arc<Recorded>);
+
+impl HostSink for Sink {
+    fn log_enabled(&self, level: LogLevel, _target: RStr<'_>) -> bool {
+        level <= LogLevel::Info
+    }
+    fn log(&self, record: LogRecord) {
+        self.0.logs.lock().unwrap().push(format!("{} {}", record.target, record.message));
+    }
+    fn event(&self, event: ModuleEvent) {
+        let payload = serde_json::from_str(event.payload_json.as_str()).unwrap_or(Value::Null);
+        self.0.events.lock().unwrap().push((event.kind.into_string(), event.app_id.into_string(), payload));
+    }
+}
+
+pub struct TestModule {
+    pub instance: ModuleInstanceBox,
+    pub recorded: Arc<Recorded>,
+    pub dir: tempfile::TempDir,
+    next_call: std::sync::atomic::AtomicU64,
+}
+
+pub fn test_app_bin() -> PathBuf {
+    gateway_e2e::release_bin("test-app")
+}
+
+/// Writes `openclaw.mcpapp.json` for app `id` under `root/id/` and returns its folder.
+pub fn write_manifest(root: &Path, folder: &str, manifest: &Value) -> PathBuf {
+    let dir = root.join(folder);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("openclaw.mcpapp.json"), serde_json::to_string_pretty(manifest).unwrap()).unwrap();
+    dir
+}
+
+/// A stdio test-app manifest with the given extra arguments.
+pub fn stdio_app(id: &str, args: &[&str]) -> Value {
+    json!({
+        "id": id,
+        "name": format!("Test {id}"),
+        "version": "1.2.3",
+        "transport": "stdio",
+        "command": test_app_bin(),
+        "arguments": args,
+        "toolNamePrefix": format!("{id}."),
+        "startupTimeoutSeconds": 15,
+        "requestTimeoutSeconds": 10,
+    })
+}
+
+/// An http test-app manifest that the gateway launches, on a free port.
+pub fn http_app(id: &str, args: &[&str]) -> Value {
+    let port = gateway_e2e::free_port();
+    let mut arguments = vec!["--http".to_string(), format!("127.0.0.1:{port}")];
+    arguments.extend(args.iter().map(|s| s.to_string()));
+    json!({
+        "id": id,
+        "version": "2.0.0",
+        "transport": "http",
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "command": test_app_bin(),
+        "arguments": arguments,
+        "toolNamePrefix": format!("{id}."),
+        "startupTimeoutSeconds": 15,
+        "requestTimeoutSeconds": 10,
+    })
+}
+
+impl TestModule {
+    /// A module whose `McpApps` scans `<tempdir>/apps`; `extra` is merged into the config root.
+    pub fn new(extra: Value) -> TestModule {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("apps")).unwrap();
+        let mut config = json!({
+            "McpApps": { "Enabled": true, "DiscoveryPaths": ["./apps"], "Allow": ["*"] }
+        });
+        merge(&mut config, extra);
+        Self::with_config(dir, config)
+    }
+
+    pub fn with_config(dir: tempfile::TempDir, config: Value) -> TestModule {
+        let recorded = Arc::new(Recorded::default());
+        let sink = Arc::new(HostSink_TO::from_value(Sink(recorded.clone()), TD_Opaque));
+        let module_config = ModuleConfig {
+            config_json: config.to_string().into(),
+            config_dir: dir.path().display().to_string().into(),
+            data_dir: dir.path().join("data").display().to_string().into(),
+            host_version: "0.1.0".into(),
+            extra_json: "{}".into(),
+        };
+        let instance = mcpapp_plugin::instance::Instance::create(module_config, sink).expect("module creates").into_abi();
+        TestModule { instance, recorded, dir, next_call: std::sync::atomic::AtomicU64::new(1) }
+    }
+
+    pub fn apps_dir(&self) -> PathBuf {
+        self.dir.path().join("apps")
+    }
+
+    pub fn add_app(&self, id: &str, manifest: &Value) -> PathBuf {
+        write_manifest(&self.apps_dir(), id, manifest)
+    }
+
+    pub fn reload(&self) -> Value {
+        let report = futures::executor::block_on(self.instance.reload()).unwrap();
+        serde_json::from_str(report.as_str()).unwrap()
+    }
+
+    pub fn apps(&self) -> Vec<AppDescriptor> {
+        futures::executor::block_on(self.instance.list_apps()).unwrap().into_vec()
+    }
+
+    pub fn app(&self, id: &str) -> AppDescriptor {
+        self.apps().into_iter().find(|a| a.id.as_str() == id).unwrap_or_else(|| panic!("no app {id}"))
+    }
+
+    pub fn state(&self, id: &str) -> String {
+        self.app(id).state.into_string()
+    }
+
+    pub fn detail(&self, id: &str) -> Value {
+        serde_json::from_str(self.app(id).detail_json.as_str()).unwrap()
+    }
+
+    pub fn tools(&self) -> Vec<ToolDescriptor> {
+        futures::executor::block_on(self.instance.list_tools()).unwrap().into_vec()
+    }
+
+    pub fn call(&self, app: &str, tool: &str, args: &str) -> ToolCallOutcome {
+        futures::executor::block_on(self.call_async(app, tool, args, "{}"))
+    }
+
+    pub fn call_async(
+        &self,
+        app: &str,
+        tool: &str,
+        args: &str,
+        meta: &str,
+    ) -> impl std::future::Future<Output = ToolCallOutcome> {
+        let request = ToolCallRequest {
+            call_id: self.next_call.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            app_id: app.into(),
+            tool_name: tool.into(),
+            arguments_json: args.into(),
+            meta_json: RString::from(meta),
+            extra_json: "{}".into(),
+        };
+        let fut = self.instance.call_tool(request);
+        async move { fut.await.unwrap() }
+    }
+
+    pub fn forward(&self, app: &str, message: &Value, session_id: &str) -> Value {
+        let request = host_abi::ForwardRequest {
+            call_id: self.next_call.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            app_id: app.into(),
+            message_json: message.to_string().into(),
+            session_id: session_id.into(),
+            extra_json: "{}".into(),
+        };
+        let response = futures::executor::block_on(self.instance.forward(request)).unwrap();
+        serde_json::from_str(response.message_json.as_str()).unwrap_or(Value::Null)
+    }
+
+    /// Polls until the app reaches `state` (or the timeout passes); returns whether it did.
+    pub fn wait_state(&self, id: &str, state: &str, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.apps().iter().any(|a| a.id.as_str() == id && a.state.as_str() == state) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    pub fn events_of(&self, kind: &str, app: &str) -> Vec<Value> {
+        self.recorded
+            .events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(k, a, _)| k == kind && a == app)
+            .map(|(_, _, p)| p.clone())
+            .collect()
+    }
+}
+
+impl Drop for TestModule {
+    fn drop(&mut self) {
+        let _ = futures::executor::block_on(self.instance.shutdown());
+    }
+}
+
+fn merge(base: &mut Value, extra: Value) {
+    match (base, extra) {
+        (Value::Object(b), Value::Object(e)) => {
+            for (k, v) in e {
+                merge(b.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (b, e) => *b = e,
+    }
+}
+
+/// Reads a PID file written by test-app, waiting for it to appear.
+pub fn read_pid(path: &Path, timeout: Duration) -> i32 {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(pid) = text.trim().parse() {
+                return pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "no pid in {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn process_alive(pid: i32) -> bool {
+    // A zombie (exited, not yet reaped) counts as gone.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Err(_) => false,
+    }
+}
