@@ -298,6 +298,16 @@ fn client_advertises_the_mcp_apps_extension_and_only_manifest_headers_reach_http
     assert_eq!(m.state("hdr"), "running", "{}", m.app("hdr").last_error);
     let env = m.call("hdr", "env", "{}");
     assert!(env.text.contains("from-manifest"), "{}", env.text);
+    let info: Value = serde_json::from_str(m.call("hdr", "client_info", "{}").structured_content_json.as_str()).unwrap();
+    assert_eq!(
+        info["capabilities"]["extensions"]["io.modelcontextprotocol/ui"]["mimeTypes"],
+        json!(["text/html;profile=mcp-app"]),
+        "{info}"
+    );
+    assert_eq!(info["clientInfo"]["name"], "openclaw-gateway");
+    assert_eq!(info["headers"]["x-app-key"], "k-123", "manifest headers are sent: {info}");
+    let headers = info["headers"].as_object().unwrap();
+    assert!(!headers.contains_key("authorization") && !headers.contains_key("cookie"), "nothing else of ours: {info}");
     // The working directory defaults to the manifest's folder.
     assert!(env.text.contains(&m.apps_dir().join("hdr").display().to_string()), "{}", env.text);
 }

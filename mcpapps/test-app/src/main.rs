@@ -200,6 +200,11 @@ impl TestApp {
             }))),
             Tool::new("echo_meta", "Return the request's _meta as JSON.", no_args()),
             Tool::new(
+                "client_info",
+                "Report what the connected client declared (protocol version, capabilities, client info) and, over HTTP, the request headers.",
+                no_args(),
+            ),
+            Tool::new(
                 "fail",
                 "Return a tool error (isError) with the message.",
                 schema(json!({
@@ -419,6 +424,26 @@ impl ServerHandler for TestApp {
                     object.insert(k.clone(), v.clone());
                 }
                 let value = Value::Object(object);
+                structured_result(value.to_string(), value)
+            }
+            "client_info" => {
+                let headers: JsonObject = context
+                    .extensions
+                    .get::<http::request::Parts>()
+                    .map(|parts| {
+                        parts
+                            .headers
+                            .iter()
+                            .map(|(k, v)| (k.as_str().to_string(), Value::String(v.to_str().unwrap_or("").to_string())))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let value = json!({
+                    "protocolVersion": context.protocol_version().map(|v| v.as_str().to_string()),
+                    "capabilities": context.client_capabilities(),
+                    "clientInfo": context.client_info(),
+                    "headers": headers,
+                });
                 structured_result(value.to_string(), value)
             }
             "fail" => tool_error(str_arg(&args, "message").unwrap_or("fail requested").to_string()),
