@@ -103,13 +103,14 @@ pub async fn post(
         }
     };
     let module = &state.module;
+    let header_version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
     match message {
         Value::Array(items) if items.is_empty() => {
             let error = rpc_error(&Value::Null, code::INVALID_REQUEST, "Invalid Request: empty batch", None);
             finish(&headers, StatusCode::BAD_REQUEST, json_body(&error))
         }
         Value::Array(items) => {
-            let answers = futures::future::join_all(items.iter().map(|m| handle(module, &app_id, m, &session_id))).await;
+            let answers = futures::future::join_all(items.iter().map(|m| handle(module, &app_id, m, &session_id, header_version))).await;
             let answers: Vec<String> = answers.into_iter().flatten().collect();
             if answers.is_empty() {
                 return finish(&headers, StatusCode::ACCEPTED, Body::empty());
@@ -119,7 +120,7 @@ pub async fn post(
             }
             finish(&headers, StatusCode::OK, json_raw(format!("[{}]", answers.join(","))))
         }
-        Value::Object(_) => match handle(module, &app_id, &message, &session_id).await {
+        Value::Object(_) => match handle(module, &app_id, &message, &session_id, header_version).await {
             None => finish(&headers, StatusCode::ACCEPTED, Body::empty()),
             Some(answer) if sse => sse_response(&headers, vec![answer]),
             Some(answer) => finish(&headers, StatusCode::OK, json_raw(answer)),
@@ -132,7 +133,13 @@ pub async fn post(
 }
 
 /// One JSON-RPC message → its response as JSON text, or `None` for notifications and responses.
-async fn handle(module: &Arc<ModuleHost>, app_id: &str, message: &Value, session_id: &str) -> Option<String> {
+async fn handle(
+    module: &Arc<ModuleHost>,
+    app_id: &str,
+    message: &Value,
+    session_id: &str,
+    header_version: Option<&str>,
+) -> Option<String> {
     let Some(object) = message.as_object() else {
         return Some(rpc_error(&Value::Null, code::INVALID_REQUEST, "Invalid Request: not an object", None).to_string());
     };
@@ -164,7 +171,8 @@ async fn handle(module: &Arc<ModuleHost>, app_id: &str, message: &Value, session
             };
             Some(json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string())
         }
-        _ => match module.forward(app_id, message, session_id).await {
+        _ => match module.forward(app_id, &strip_envelope(message), session_id).await {
+            Ok(Some(answer)) if is_discover_era(message, header_version) => Some(adapt_result(method, answer)),
             Ok(answer) => answer,
             Err(e) => Some(
                 rpc_error(&id, code::INTERNAL_ERROR, format!("forwarding to McpApp '{app_id}' failed: {e}"), Some(json!({ "appId": app_id })))
@@ -172,6 +180,63 @@ async fn handle(module: &Arc<ModuleHost>, app_id: &str, message: &Value, session
             ),
         },
     }
+}
+
+/// `_meta` keys a discover-first (2026-07-28) client stamps on every request in place of the
+/// initialize handshake. They describe the client's connection to *this* endpoint; the upstream
+/// session is the gateway's own, negotiated at its own revision, and an upstream would refuse a
+/// request claiming a revision it did not negotiate. So they are dropped before forwarding.
+const ENVELOPE_META_KEYS: &[&str] = &[
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/logLevel",
+];
+
+fn strip_envelope(message: &Value) -> std::borrow::Cow<'_, Value> {
+    let stamped = message["params"]["_meta"]
+        .as_object()
+        .is_some_and(|meta| ENVELOPE_META_KEYS.iter().any(|k| meta.contains_key(*k)));
+    if !stamped {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut message = message.clone();
+    if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
+        if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
+            for key in ENVELOPE_META_KEYS {
+                meta.remove(*key);
+            }
+            if meta.is_empty() {
+                params.remove("_meta");
+            }
+        }
+    }
+    std::borrow::Cow::Owned(message)
+}
+
+/// A request of a discover-first client: its revision (from the `_meta` envelope, else the
+/// `Mcp-Protocol-Version` header) is newer than every initialize-era one.
+fn is_discover_era(message: &Value, header_version: Option<&str>) -> bool {
+    let version = message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str().or(header_version);
+    version.is_some_and(|v| v >= DISCOVER_VERSION)
+}
+
+/// Results the 2026-07-28 revision marks cacheable (they carry `ttlMs` and `cacheScope`).
+const CACHEABLE_METHODS: &[&str] =
+    &["tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read"];
+
+/// An initialize-era upstream result, as a discover-era client expects it: `resultType` on every
+/// result, and on cacheable ones the most conservative cache hints (not cacheable, this client
+/// only). Errors pass unchanged.
+fn adapt_result(method: &str, answer: String) -> String {
+    let Ok(mut response) = serde_json::from_str::<Value>(&answer) else { return answer };
+    let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) else { return answer };
+    result.entry("resultType").or_insert_with(|| json!("complete"));
+    if CACHEABLE_METHODS.contains(&method) {
+        result.entry("ttlMs").or_insert_with(|| json!(0));
+        result.entry("cacheScope").or_insert_with(|| json!("private"));
+    }
+    response.to_string()
 }
 
 /// What the gateway knows of an app, for answering the handshake itself.
@@ -371,6 +436,34 @@ mod tests {
         assert_eq!(negotiate(Some("2026-07-28")), "2025-11-25");
         assert_eq!(negotiate(Some("1999-01-01")), "2025-11-25");
         assert_eq!(negotiate(None), "2025-11-25");
+    }
+
+    #[test]
+    fn discover_era_envelope_is_not_forwarded() {
+        let stamped = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+            "progressToken": 3
+        }}});
+        assert_eq!(strip_envelope(&stamped)["params"], json!({"_meta": {"progressToken": 3}}));
+        let only = json!({"id": 1, "method": "ping", "params": {"_meta": {"io.modelcontextprotocol/logLevel": "info"}}});
+        assert_eq!(strip_envelope(&only)["params"], json!({}));
+        let plain = json!({"id": 1, "method": "ping"});
+        assert!(matches!(strip_envelope(&plain), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn discover_era_results_get_result_type_and_cache_hints() {
+        let modern = json!({"params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        assert!(is_discover_era(&modern, None));
+        assert!(!is_discover_era(&json!({"params": {}}), Some("2025-11-25")));
+        assert!(is_discover_era(&json!({}), Some("2026-07-28")));
+        let list: Value = serde_json::from_str(&adapt_result("tools/list", r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#.into())).unwrap();
+        assert_eq!(list["result"], json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}));
+        let call: Value = serde_json::from_str(&adapt_result("tools/call", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#.into())).unwrap();
+        assert_eq!(call["result"], json!({"content": [], "resultType": "complete"}));
+        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#;
+        assert_eq!(adapt_result("tools/call", error.into()), error);
     }
 
     #[test]
