@@ -104,6 +104,11 @@ impl ServerHandler for GatewayMcp {
             CallToolResult::success(vec![ContentBlock::text(result.text)])
         };
         out.structured_content = result.structured;
+        // The UI this result renders with travels beside it (MCP Apps hosts render it); the
+        // structured content of UI-linked tools is already withheld by the bridge.
+        if let Some(uri) = result.ui_resource_uri {
+            out.meta = serde_json::from_value(serde_json::json!({ "ui": { "resourceUri": uri } })).ok();
+        }
         Ok(out.into())
     }
 

@@ -25,6 +25,7 @@ pub mod auth;
 mod cors;
 pub mod gateway_mcp;
 mod health;
+mod tools;
 
 /// What every handler may need.
 pub struct GatewayState {
@@ -61,6 +62,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/auth/session", post(auth::create_session))
         .route("/apps/health", get(health::apps_health))
+        .route("/tools", get(tools::list))
         .route(
             "/apps/mcp/{app_id}",
             post(apps_mcp::post).get(apps_mcp::get).delete(apps_mcp::delete).layer(DefaultBodyLimit::max(body_limit)),

@@ -112,6 +112,10 @@ impl ToolRegistry {
         self.snapshot.read().all.clone()
     }
 
+    pub fn preference_order(&self) -> &[String] {
+        self.preference.order()
+    }
+
     pub fn provider_names(&self) -> ProviderNames {
         self.snapshot.read().provider_names.clone()
     }
@@ -122,14 +126,17 @@ impl ToolRegistry {
         match self.module.list_tools().await {
             Ok(tools) => all.extend(tools.iter().map(|t| {
                 let parse = |s: &str| serde_json::from_str::<Value>(s).ok();
+                let ui_resource_uri = Some(t.ui_resource_uri.to_string()).filter(|u| !u.is_empty());
                 ToolSpec {
                     name: t.qualified_name.to_string(),
                     description: t.description.to_string(),
                     input_schema: parse(t.input_schema_json.as_str()).unwrap_or_else(|| serde_json::json!({"type": "object"})),
-                    output_schema: parse(t.output_schema_json.as_str()),
+                    // A UI-linked tool's structured content goes to the browser, not the model, so
+                    // the model's definition must not promise it either.
+                    output_schema: parse(t.output_schema_json.as_str()).filter(|_| ui_resource_uri.is_none()),
                     meta: parse(t.meta_json.as_str()).unwrap_or_else(|| serde_json::json!({})),
                     visible_to_model: t.visible_to_model,
-                    ui_resource_uri: Some(t.ui_resource_uri.to_string()).filter(|u| !u.is_empty()),
+                    ui_resource_uri,
                     provider_id: t.provider_id.to_string(),
                     source: ToolSource::Module { app_id: t.app_id.to_string(), tool_name: t.name.to_string() },
                 }
