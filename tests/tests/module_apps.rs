@@ -330,3 +330,100 @@ fn invalid_arguments_and_remote_errors_become_error_text() {
     assert_eq!(ui.ui_resource_uri.as_str(), "ui://test-app/app.html");
     assert!(ui.raw_result_json.contains("structuredContent"), "kept for the browser");
 }
+
+/// An http app the gateway does not launch (no `command`): started here, so the test can kill it
+/// and bring it back on the same port.
+fn external_http_app(port: u16, pid_file: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(test_app_bin())
+        .args(["--http", &format!("127.0.0.1:{port}"), "--pid-file", &pid_file.display().to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_port(port: u16) {
+    assert!(
+        gateway_e2e::wait_until(SECS(10), Duration::from_millis(20), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()),
+        "port {port} never opened"
+    );
+}
+
+#[test]
+fn http_app_that_stops_answering_fails_and_is_reconnected_when_back() {
+    let m = TestModule::new(json!({}));
+    let port = gateway_e2e::free_port();
+    let pid_file = m.dir.path().join("ext.pid");
+    let mut server = external_http_app(port, &pid_file);
+    wait_port(port);
+    m.add_app(
+        "ext",
+        &json!({ "id": "ext", "transport": "http", "url": format!("http://127.0.0.1:{port}/mcp"), "requestTimeoutSeconds": 5 }),
+    );
+    m.reload();
+    assert_eq!(m.state("ext"), "running", "{}", m.app("ext").last_error);
+
+    // The server restarts quickly (between health pings): the next call re-initializes the
+    // forgotten session transparently instead of failing.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let mut server = external_http_app(port, &pid_file);
+    wait_port(port);
+    let out = m.call("ext", "echo", r#"{"text":"after restart"}"#);
+    assert!(!out.is_error && out.text.contains("after restart"), "transparent re-initialization: {}", out.text);
+
+    // The server goes away for good: noticed by the health pings, Failed with lastError.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(m.wait_state("ext", "failed", SECS(30)), "an http app that stops answering goes Failed");
+    assert!(!m.app("ext").last_error.is_empty());
+    assert!(m.tools().iter().all(|t| t.app_id.as_str() != "ext"), "its tools are withdrawn");
+
+    // It comes back: the supervisor's restart with backoff reconnects.
+    let mut server = external_http_app(port, &pid_file);
+    wait_port(port);
+    assert!(m.wait_state("ext", "running", SECS(30)), "reconnected after backoff");
+    server.kill().unwrap();
+    let _ = server.wait();
+}
+
+#[test]
+fn default_configuration_runs_grocery_inventory() {
+    // The README's first command: no --config, run from the repository root.
+    let root = gateway_e2e::repo_root();
+    let mut child = std::process::Command::new(gateway_e2e::gateway_bin())
+        .args(["--urls", "http://127.0.0.1:0"])
+        .current_dir(&root)
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = Instant::now() + SECS(60);
+    let mut seen = Vec::new();
+    let connected = loop {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => {
+                let done = line.contains("McpApp 'grocery-inventory' connected: 14 tools, 3 resources, 3 prompts");
+                seen.push(line);
+                if done {
+                    break true;
+                }
+            }
+            Err(_) if Instant::now() > deadline => break false,
+            Err(_) => {}
+        }
+    };
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert!(connected, "grocery-inventory did not connect:\n{}", seen.join("\n"));
+    assert!(status.success());
+}
