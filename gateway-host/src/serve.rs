@@ -1,6 +1,7 @@
 //! Starting the gateway: configuration → module → HTTP listeners, and the orderly shutdown that
 //! stops every app before the process exits.
 
+use axum::serve::ListenerExt as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -132,7 +133,10 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
         let mut stop = stop_rx.clone();
         let app = router.clone().into_make_service_with_connect_info::<SocketAddr>();
         servers.push(tokio::spawn(async move {
-            axum::serve(listener, app)
+            axum::serve(listener.tap_io(|tcp| {
+            // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
+            let _ = tcp.set_nodelay(true);
+        }), app)
                 .with_graceful_shutdown(async move {
                     let _ = stop.wait_for(|s| *s).await;
                 })

@@ -9,6 +9,7 @@ mod model;
 mod rest;
 mod schema;
 
+use axum::serve::ListenerExt as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -73,7 +74,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let app = rest::router(service).nest_service("/mcp", mcp_service);
     eprintln!("GroceryInventory listening on http://{addr}/mcp (REST API at http://{addr}/api)");
     let token = shutdown.clone();
-    axum::serve(listener, app)
+    axum::serve(listener.tap_io(|tcp| {
+            // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
+            let _ = tcp.set_nodelay(true);
+        }), app)
         .with_graceful_shutdown(async move {
             wait_for_signal().await;
             token.cancel();

@@ -6,6 +6,7 @@
 //! Transports: stdio (default) or Streamable HTTP at `/mcp` (`--http ADDR`). Logs only go to
 //! stderr; stdout is the MCP channel in stdio mode.
 
+use axum::serve::ListenerExt as _;
 use std::future::IntoFuture;
 use std::io::Read;
 use std::net::SocketAddr;
@@ -727,7 +728,10 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let app = axum::Router::new().nest_service("/mcp", service);
     eprintln!("test-app listening on http://{addr}/mcp");
     let stop = CancellationToken::new();
-    let serve = axum::serve(listener, app).with_graceful_shutdown({
+    let serve = axum::serve(listener.tap_io(|tcp| {
+            // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
+            let _ = tcp.set_nodelay(true);
+        }), app).with_graceful_shutdown({
         let stop = stop.clone();
         async move { stop.cancelled().await }
     });

@@ -47,7 +47,7 @@ async function main() {
       }
     }
     writeManifest(dir.apps, "bench", { id: "bench", transport: "http", url: `http://127.0.0.1:${port}/mcp`, toolNamePrefix: "bench." });
-    gateway = await startGateway(gatewayConfig(dir.apps), { dir: dir.dir, env: { RUST_LOG: "warn" } });
+    gateway = await startGateway(gatewayConfig(dir.apps), { dir: dir.dir, env: { RUST_LOG: "warn,gateway_host::serve=info" } });
     await waitRunning(gateway, ["bench"]);
     const paths = {
       direct: { client: await connect(`http://127.0.0.1:${port}/mcp`), tool: "echo" },
