@@ -64,6 +64,12 @@ impl HostSink for GatewaySink {
     }
 }
 
+/// Whether a registry entry is an MCP App (as opposed to a standard `Plugins.Mcp` server, which
+/// the module supervises the same way but which has no place under `/apps/*`).
+pub fn is_mcp_app(app: &AppDescriptor) -> bool {
+    serde_json::from_str::<Value>(app.detail_json.as_str()).map(|d| d["kind"] != "mcpServer").unwrap_or(true)
+}
+
 /// Cancels a module call when the host stops waiting for it (a dropped request, a closed client).
 struct CancelOnDrop<'a> {
     module: &'a ModuleHost,

@@ -94,6 +94,10 @@ describe("/mcp with GroceryInventory, a test app and a Plugins.Mcp server", () =
     assert.deepEqual(offered.sort(), ["mcp:files", "mcpapp:grocery-inventory"]);
     assert.equal(tools.model.find((t) => t.name === "grocery.get_stores").providerId, "mcp:files");
     assert.match(gateway.logs(), /ResolvePreference: tool 'grocery\.get_stores' is offered by .*; using mcp:files/);
+    // Standard servers are supervised like apps but are not MCP Apps: not under /apps/*.
+    const health = await (await fetch(gateway.url("/apps/health"))).json();
+    assert.ok(health.apps.some((a) => a.id === "grocery-inventory"));
+    assert.ok(!health.apps.some((a) => a.id.startsWith("mcp:")), JSON.stringify(health.apps.map((a) => a.id)));
     // Provider-safe names for LLMs.
     assert.equal(tools.model.find((t) => t.name === "grocery.get_low_stock").providerName, "grocery_get_low_stock");
   });

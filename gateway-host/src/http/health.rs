@@ -31,7 +31,7 @@ pub async fn healthz(State(state): State<Arc<GatewayState>>) -> Json<Value> {
 ///   address. Forwarding headers are never read (R36).
 pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: HeaderMap) -> Response {
     let apps = match state.module.list_apps().await {
-        Ok(apps) => apps,
+        Ok(apps) => apps.into_iter().filter(crate::module_host::is_mcp_app).collect::<Vec<_>>(),
         Err(e) => {
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
