@@ -433,8 +433,12 @@ impl AppServer {
         let st = self.install.lock().clone();
         let held = self.supervision.lock().held;
         let catalog = self.catalog();
+        let server = self.live().map(|l| l.session.server_info()).unwrap_or(Value::Null);
         json!({
             "kind": self.kind.as_str(),
+            // What the app declared in its handshake (capabilities, serverInfo, protocolVersion),
+            // so the browser proxy can answer `initialize` truthfully on its behalf.
+            "server": server,
             "manifestPath": st.manifest_path,
             "manifest": st.manifest,
             "warnings": st.warnings,

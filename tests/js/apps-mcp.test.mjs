@@ -76,6 +76,9 @@ describe("/apps/mcp/{appId} with the official TypeScript client", () => {
     const client = await open(gateway.url("/apps/mcp/grocery-inventory"));
     assert.match(client.getServerVersion().name, /grocery-inventory/);
     assert.ok(client.getServerCapabilities().tools, "tools capability");
+    // The gateway answers initialize with what the app itself declared in its handshake.
+    assert.equal(client.getServerCapabilities().resources?.subscribe, true, JSON.stringify(client.getServerCapabilities()));
+    assert.ok(client.getServerCapabilities().completions, "completions declared by GroceryInventory");
 
     const tools = await allTools(client);
     const names = tools.map((t) => t.name);

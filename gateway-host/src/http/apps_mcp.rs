@@ -253,7 +253,7 @@ async fn running_app(module: &ModuleHost, app_id: &str) -> Result<AppFacts, Valu
         .list_apps()
         .await
         .map_err(|e| rpc_error(&Value::Null, code::INTERNAL_ERROR, format!("listing apps failed: {e}"), None))?;
-    let Some(app) = apps.into_iter().find(|a| a.id.as_str() == app_id) else {
+    let Some(app) = apps.into_iter().filter(crate::module_host::is_mcp_app).find(|a| a.id.as_str() == app_id) else {
         return Err(rpc_error(
             &Value::Null,
             code::APP_UNAVAILABLE,
@@ -288,6 +288,12 @@ async fn running_app(module: &ModuleHost, app_id: &str) -> Result<AppFacts, Valu
     }
     if declared.iter().any(|d| d == "completions") {
         capabilities.insert("completions".into(), json!({}));
+    }
+    // The app's own declaration from its handshake wins; the estimate above is for apps whose
+    // handshake reported nothing usable.
+    if let Some(declared) = detail["server"]["capabilities"].as_object() {
+        capabilities = declared.clone();
+        capabilities.remove("experimental");
     }
     Ok(AppFacts {
         id: app.id.into_string(),
