@@ -64,6 +64,26 @@ impl HostSink for GatewaySink {
     }
 }
 
+/// One app as the gateway reports it (`/apps/health`, the `gateway.apps` tool).
+pub fn app_json(a: &AppDescriptor) -> Value {
+    let non_empty = |s: &str| if s.is_empty() { Value::Null } else { Value::from(s) };
+    serde_json::json!({
+        "id": a.id.as_str(),
+        "name": a.name.as_str(),
+        "version": a.version.as_str(),
+        "state": a.state.as_str(),
+        "transport": a.transport.as_str(),
+        "tools": a.tool_count,
+        "resources": a.resource_count,
+        "resourceTemplates": a.resource_template_count,
+        "prompts": a.prompt_count,
+        "hasUi": a.has_ui,
+        "uiResourceUri": non_empty(a.ui_resource_uri.as_str()),
+        "lastError": non_empty(a.last_error.as_str()),
+        "validationErrors": a.validation_errors.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
+    })
+}
+
 /// Whether a registry entry is an MCP App (as opposed to a standard `Plugins.Mcp` server, which
 /// the module supervises the same way but which has no place under `/apps/*`).
 pub fn is_mcp_app(app: &AppDescriptor) -> bool {
@@ -100,7 +120,6 @@ fn render_fields(fields_json: &str) -> String {
 
 /// A created module instance plus the host's view of it.
 pub struct ModuleHost {
-    pub loaded: LoadedModule,
     instance: ModuleInstanceBox,
     events: broadcast::Sender<HostEvent>,
     next_call_id: AtomicU64,
@@ -108,11 +127,12 @@ pub struct ModuleHost {
 
 impl ModuleHost {
     /// Creates the module's instance from the effective configuration.
+    /// Libraries are never unloaded, so the module's root (a `'static` reference) outlives this.
     pub fn create(loaded: LoadedModule, config: ModuleConfig) -> Result<Arc<ModuleHost>, AbiError> {
         let (events, _) = broadcast::channel(1024);
         let sink = HostSink_TO::from_value(GatewaySink { events: events.clone() }, TD_Opaque);
         let instance = (loaded.root.create())(config, sink).into_result()?;
-        Ok(Arc::new(ModuleHost { loaded, instance, events, next_call_id: AtomicU64::new(1) }))
+        Ok(Arc::new(ModuleHost { instance, events, next_call_id: AtomicU64::new(1) }))
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {

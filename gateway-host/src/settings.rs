@@ -29,13 +29,12 @@ pub struct Settings {
     pub effective: Value,
     /// Relative paths in the configuration resolve against this folder.
     pub config_dir: PathBuf,
-    pub config_path: Option<PathBuf>,
 }
 
 impl Settings {
     /// Reads `path` (or the embedded default) and applies the process environment's overrides.
     pub fn load(path: Option<&Path>) -> Result<Settings, SettingsError> {
-        let (mut effective, config_dir, config_path) = match path {
+        let (mut effective, config_dir) = match path {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|source| SettingsError::Read { path: path.to_path_buf(), source })?;
@@ -46,18 +45,18 @@ impl Settings {
                 }
                 let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
                 let dir = abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-                (value, dir, Some(abs))
+                (value, dir)
             }
             None => {
                 let value = serde_json::from_str(DEFAULT_CONFIG).expect("the embedded default configuration is JSON");
-                (value, std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")), None)
+                (value, std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
             }
         };
         let applied = apply_env_overrides(&mut effective, std::env::vars(), None);
         if !applied.is_empty() {
             tracing::info!("Configuration overridden by environment: {}", applied.join(", "));
         }
-        Ok(Settings { effective, config_dir, config_path })
+        Ok(Settings { effective, config_dir })
     }
 
     /// A value by a `:`-separated, case-insensitive path (`Gateway:Urls`), as ASP.NET reads it.
@@ -115,7 +114,6 @@ mod tests {
         let s = Settings {
             effective: json!({"gateway": {"alwaysRequireAuth": "true", "Urls": "http://x"}}),
             config_dir: PathBuf::from("/cfg"),
-            config_path: None,
         };
         assert_eq!(s.get_bool("Gateway:AlwaysRequireAuth"), Some(true));
         assert_eq!(s.get_str("Gateway:Urls").as_deref(), Some("http://x"));

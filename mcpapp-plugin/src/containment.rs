@@ -21,6 +21,16 @@ pub fn contain<T>(what: &str, body: impl FnOnce() -> T, on_panic: impl FnOnce(Ab
     }
 }
 
+/// Routes the module's panic messages (with their location) through `tracing`, and so to the host's
+/// log, instead of std's default hook printing to stderr. The module library has its own copy of
+/// std and therefore its own hook: this does not touch the host's.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        tracing::error!(target: "mcpapp_plugin::panic", "panic at {location}: {}", panic_message(info.payload()));
+    }));
+}
+
 /// The text of a panic payload (`&str` or `String`), or a placeholder.
 pub fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {

@@ -21,10 +21,12 @@ use tracing_subscriber::Layer;
 static SINK: RwLock<Option<Arc<HostSinkBox>>> = RwLock::new(None);
 static INSTALLED: OnceCell<()> = OnceCell::new();
 
-/// Points the module's logs at `sink` (installing the module's subscriber on first use).
+/// Points the module's logs at `sink` (installing the module's subscriber and panic hook on first
+/// use; only the exported `create` calls this, never an in-process test).
 pub fn install(sink: Arc<HostSinkBox>) {
     *SINK.write() = Some(sink);
     INSTALLED.get_or_init(|| {
+        crate::containment::install_panic_hook();
         let subscriber = tracing_subscriber::registry().with(HostForwardLayer);
         if tracing::subscriber::set_global_default(subscriber).is_err() {
             // Only possible if something else in this library set one first; logs still flow

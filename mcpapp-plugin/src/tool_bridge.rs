@@ -99,19 +99,8 @@ pub fn parse_arguments(text: &str) -> Result<Value, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(Value::Object(map)),
         Ok(Value::Null) => Ok(json!({})),
-        Ok(other) => Err(format!("arguments must be a JSON object, got {}", json_kind(&other))),
+        Ok(other) => Err(format!("arguments must be a JSON object, got {}", crate::manifest::json_type_name(&other))),
         Err(e) => Err(format!("arguments are not valid JSON: {e}")),
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -47,22 +47,9 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
     let list: Vec<Value> = apps
         .iter()
         .map(|a| {
-            json!({
-                "id": a.id.as_str(),
-                "name": a.name.as_str(),
-                "version": a.version.as_str(),
-                "state": a.state.as_str(),
-                "transport": a.transport.as_str(),
-                "tools": a.tool_count,
-                "resources": a.resource_count,
-                "resourceTemplates": a.resource_template_count,
-                "prompts": a.prompt_count,
-                "hasUi": a.has_ui,
-                "uiResourceUri": non_empty(a.ui_resource_uri.as_str()),
-                "lastError": non_empty(a.last_error.as_str()),
-                "validationErrors": a.validation_errors.iter().map(|e| e.as_str()).collect::<Vec<_>>(),
-                "mcp": mcp_url(a.id.as_str()),
-            })
+            let mut entry = crate::module_host::app_json(a);
+            entry["mcp"] = json!(mcp_url(a.id.as_str()));
+            entry
         })
         .collect();
     Json(json!({
@@ -105,12 +92,4 @@ fn encode_segment(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-fn non_empty(s: &str) -> Value {
-    if s.is_empty() {
-        Value::Null
-    } else {
-        Value::from(s)
-    }
 }

@@ -47,17 +47,7 @@ pub async fn call(builtin: Builtin, module: &ModuleHost, args: &Value) -> ToolRe
             let apps: Vec<Value> = apps
                 .iter()
                 .filter(|a| wanted.as_deref().is_none_or(|w| a.state.as_str() == w))
-                .map(|a| {
-                    json!({
-                        "id": a.id.as_str(),
-                        "name": a.name.as_str(),
-                        "version": a.version.as_str(),
-                        "state": a.state.as_str(),
-                        "transport": a.transport.as_str(),
-                        "tools": a.tool_count,
-                        "lastError": (!a.last_error.is_empty()).then(|| a.last_error.as_str()),
-                    })
-                })
+                .map(crate::module_host::app_json)
                 .collect();
             let text = if apps.is_empty() {
                 "No apps.".to_string()
