@@ -136,7 +136,7 @@ fn ten_slow_apps_start_in_parallel() {
     m.reload();
     let elapsed = started.elapsed();
     assert!(m.apps().iter().all(|a| a.state.as_str() == "running"));
-    assert!(elapsed < SECS(5), "10 apps × 1 s must start in parallel, took {elapsed:?}");
+    assert!(elapsed < SECS(7), "10 apps × 1 s must start in parallel (serially they take 10 s), took {elapsed:?}");
 }
 
 #[test]
