@@ -14,6 +14,7 @@ mod env_overrides;
 mod http;
 mod module_host;
 mod module_loader;
+mod relay;
 mod serve;
 mod settings;
 mod tools;

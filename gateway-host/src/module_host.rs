@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::module_loader::LoadedModule;
+use crate::relay::{RelayRoutes, RelayedCall};
 
 /// A module event, owned by the host.
 #[derive(Debug, Clone)]
@@ -26,6 +27,8 @@ pub struct HostEvent {
 /// Receives the module's logs and events. Called on module threads: never blocks.
 struct GatewaySink {
     events: broadcast::Sender<HostEvent>,
+    /// Events of relayed calls go to the one call waiting for them, not to every subscriber.
+    relays: Arc<RelayRoutes>,
 }
 
 fn log_level(level: LogLevel) -> log::Level {
@@ -59,6 +62,9 @@ impl HostSink for GatewaySink {
 
     fn event(&self, event: ModuleEvent) {
         let payload = serde_json::from_str(event.payload_json.as_str()).unwrap_or(Value::Null);
+        if self.relays.dispatch(event.kind.as_str(), &payload) {
+            return;
+        }
         // No receivers is normal (nobody listening yet); never block the module's thread.
         let _ = self.events.send(HostEvent { kind: event.kind.into_string(), app_id: event.app_id.into_string(), payload });
     }
@@ -122,6 +128,7 @@ fn render_fields(fields_json: &str) -> String {
 pub struct ModuleHost {
     instance: ModuleInstanceBox,
     events: broadcast::Sender<HostEvent>,
+    relays: Arc<RelayRoutes>,
     next_call_id: AtomicU64,
 }
 
@@ -130,9 +137,10 @@ impl ModuleHost {
     /// Libraries are never unloaded, so the module's root (a `'static` reference) outlives this.
     pub fn create(loaded: LoadedModule, config: ModuleConfig) -> Result<Arc<ModuleHost>, AbiError> {
         let (events, _) = broadcast::channel(1024);
-        let sink = HostSink_TO::from_value(GatewaySink { events: events.clone() }, TD_Opaque);
+        let relays = Arc::new(RelayRoutes::default());
+        let sink = HostSink_TO::from_value(GatewaySink { events: events.clone(), relays: relays.clone() }, TD_Opaque);
         let instance = (loaded.root.create())(config, sink).into_result()?;
-        Ok(Arc::new(ModuleHost { instance, events, next_call_id: AtomicU64::new(1) }))
+        Ok(Arc::new(ModuleHost { instance, events, relays, next_call_id: AtomicU64::new(1) }))
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
@@ -161,13 +169,24 @@ impl ModuleHost {
     /// `None` for a notification. If the caller stops waiting (the browser went away), the call
     /// is cancelled in the module so the upstream request does not linger.
     pub async fn forward(&self, app_id: &str, message: &Value, session_id: &str) -> Result<Option<String>, AbiError> {
-        let call_id = self.next_call_id();
+        self.forward_with(self.next_call_id(), app_id, message, session_id, &Value::Object(Default::default())).await
+    }
+
+    /// [`ModuleHost::forward`] under a chosen call id, with `extra` (e.g. the relay opt-in).
+    pub async fn forward_with(
+        &self,
+        call_id: u64,
+        app_id: &str,
+        message: &Value,
+        session_id: &str,
+        extra: &Value,
+    ) -> Result<Option<String>, AbiError> {
         let request = ForwardRequest {
             call_id,
             app_id: app_id.into(),
             message_json: message.to_string().into(),
             session_id: session_id.into(),
-            extra_json: "{}".into(),
+            extra_json: extra.to_string().into(),
         };
         let mut guard = CancelOnDrop { module: self, call_id, armed: true };
         let response = self.instance.forward(request).await.into_result();
@@ -184,6 +203,32 @@ impl ModuleHost {
         let result = self.instance.call_tool(request).await.into_result();
         guard.armed = false;
         result
+    }
+
+    /// Starts `work` (a module call under `call_id` that opted into the relay) with its
+    /// events routed to the returned call.
+    pub fn relayed<T: Send + 'static>(&self, call_id: u64, work: impl std::future::Future<Output = T> + Send + 'static) -> RelayedCall<T> {
+        RelayedCall::start(&self.relays, call_id, work)
+    }
+
+    /// Gives the module a client's answer to a relayed call's question: its result, or its
+    /// JSON-RPC error object.
+    pub async fn respond(&self, call_id: u64, key: &str, answer: Result<Value, Value>) {
+        let mut params = serde_json::json!({ "callId": call_id, "key": key });
+        match answer {
+            Ok(result) => params["result"] = result,
+            Err(error) => params["error"] = error,
+        }
+        match self.invoke(host_abi::relay::RESPOND, &params).await {
+            Ok(v) if v["delivered"] == true => {}
+            Ok(_) => tracing::debug!(call_id, key, "an answer arrived for a question nobody waits for any more"),
+            Err(e) => tracing::warn!(call_id, key, "cannot hand a client's answer to the module: {e}"),
+        }
+    }
+
+    /// Cancels a call in the module (and upstream) by its id.
+    pub fn cancel(&self, call_id: u64) -> bool {
+        self.instance.cancel(call_id)
     }
 
     pub async fn reload(&self) -> Result<Value, AbiError> {

@@ -275,6 +275,31 @@ pub mod event_kind {
     pub const TOOLS_CHANGED: &str = "tools.changed";
     /// An upstream app sent a notification. Payload: the JSON-RPC notification.
     pub const UPSTREAM_NOTIFICATION: &str = "upstream.notification";
+    /// A notification that belongs to one relayed call (see [`relay`]): progress (its
+    /// `progressToken` already the caller's own) or a log message sent while the call ran.
+    /// Payload: `{"callId": u64, "message": <JSON-RPC notification>}`.
+    pub const CALL_NOTIFICATION: &str = "call.notification";
+    /// The app asked the caller of one relayed call something (sampling, elicitation, roots).
+    /// Payload: `{"callId": u64, "key": string, "request": {"method", "params"}}`; the host
+    /// answers with the [`relay::RESPOND`] operation.
+    pub const CALL_REQUEST: &str = "call.request";
+}
+
+/// Relaying what an app does during a request back to the client that made it (SPEC R42).
+///
+/// A host opts a call in by putting `{"relay": {"clientCapabilities": {…}}}` into the
+/// `extra_json` of its [`ToolCallRequest`] or [`ForwardRequest`] (the caller's progress token
+/// travels where MCP puts it: `_meta.progressToken` of the request). The module then reports the
+/// call's notifications and server-to-client requests as [`event_kind::CALL_NOTIFICATION`] and
+/// [`event_kind::CALL_REQUEST`] events, and takes the answers through
+/// `invoke(RESPOND, {"callId", "key", "result"} | {"callId", "key", "error": {code, message, data?}})`,
+/// which answers `{"delivered": bool}`. Requests of a call that did not opt in, or whose client
+/// lacks the capability, are refused by the module with a JSON-RPC error the app sees.
+pub mod relay {
+    /// The `invoke` method that answers a [`super::event_kind::CALL_REQUEST`].
+    pub const RESPOND: &str = "call.respond";
+    /// The key in a request's `extra_json` that opts it into relaying.
+    pub const EXTRA_KEY: &str = "relay";
 }
 
 /// Implemented by the host, called by the module from any of its threads. Must not block.

@@ -37,4 +37,12 @@ impl EventSink {
     pub fn upstream_notification(&self, app_id: &str, message: Value) {
         self.emit(event_kind::UPSTREAM_NOTIFICATION, app_id, message);
     }
+
+    pub fn call_notification(&self, app_id: &str, call_id: u64, message: Value) {
+        self.emit(event_kind::CALL_NOTIFICATION, app_id, json!({ "callId": call_id, "message": message }));
+    }
+
+    pub fn call_request(&self, app_id: &str, call_id: u64, key: &str, request: Value) {
+        self.emit(event_kind::CALL_REQUEST, app_id, json!({ "callId": call_id, "key": key, "request": request }));
+    }
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::app_server::{AppKind, CallError};
-use crate::registry::Registry;
+use crate::instance::Core;
 use crate::upstream::UpstreamError;
 
 /// Methods forwarded to apps.
@@ -51,12 +51,15 @@ fn error_response(id: &Value, code: i64, message: impl Into<String>, data: Optio
 
 /// Forwards one message; returns the JSON-RPC response, or `None` for a notification.
 pub async fn forward(
-    registry: &Registry,
+    core: &Core,
+    call_id: u64,
     app_id: &str,
     message_json: &str,
     session_id: &str,
+    extra_json: &str,
     cancel: &CancellationToken,
 ) -> Option<Value> {
+    let registry = &core.registry;
     let message: Value = match serde_json::from_str(message_json) {
         Ok(m) => m,
         Err(e) => return Some(error_response(&Value::Null, code::PARSE_ERROR, format!("Parse error: {e}"), None)),
@@ -113,7 +116,8 @@ pub async fn forward(
         }
     }
     let params = params.filter(|p| !p.is_null());
-    Some(match app.request(method, params, cancel).await {
+    let relay = core.relays.register(call_id, app_id, extra_json, params.as_ref(), &core.events);
+    Some(match app.request(method, params, cancel, relay.as_ref().map(|r| &*r.call)).await {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(CallError::NotRunning { app, state }) => error_response(
             &id,

@@ -23,12 +23,16 @@ use crate::containment::contain;
 use crate::events::EventSink;
 use crate::faults::{Faults, Site};
 use crate::registry::Registry;
+use crate::relay::Relays;
 use crate::runtime::{ready_err, ModuleRuntime};
 use crate::watcher::ManifestWatcher;
 
 /// Shared by every call: the runtime, the registry and the calls in flight.
 pub struct Core {
     pub runtime: ModuleRuntime,
+    pub events: EventSink,
+    /// Calls whose clients answer the apps' server-to-client requests (SPEC R42).
+    pub relays: Arc<Relays>,
     pub registry: Registry,
     pub faults: Faults,
     pub host_version: String,
@@ -83,8 +87,10 @@ impl Instance {
         let compatibility = McpCompatibility::from_config(&config_value);
         let runtime = ModuleRuntime::new(2)
             .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot start the module's runtime: {e}")))?;
+        let relays = Arc::new(Relays::default());
         let ctx = Arc::new(AppContext {
             events: EventSink::new(host),
+            relays: relays.clone(),
             relaxed_schema: compatibility.allow_relaxed_input_schema_validation,
             force_legacy_initialize: compatibility.force_legacy_initialize,
             host_version: config.host_version.to_string(),
@@ -93,6 +99,8 @@ impl Instance {
         let watch = apps_config.enabled;
         let core = Arc::new(Core {
             runtime,
+            events: ctx.events.clone(),
+            relays,
             registry: Registry::new(ctx, apps_config, config_value.clone(), config_dir.clone()),
             faults: Faults::from_config(&config_value),
             host_version: config.host_version.into_string(),
@@ -153,8 +161,15 @@ impl Instance {
 /// The host's view of one app.
 pub fn app_descriptor(app: &AppServer) -> AppDescriptor {
     let st = app.install_state();
-    let catalog = app.catalog().unwrap_or_default();
+    let live_catalog = app.catalog();
     let m = st.manifest.as_ref();
+    // What the running app declares wins over the manifest (SPEC R19).
+    let (has_ui, ui_resource_uri) = crate::catalog::ui_of(
+        live_catalog.as_ref(),
+        m.is_some_and(|m| m.has_ui),
+        m.and_then(|m| m.ui_resource_uri.as_deref()),
+    );
+    let catalog = live_catalog.unwrap_or_default();
     let opt = |v: Option<&String>| RString::from(v.cloned().unwrap_or_default());
     AppDescriptor {
         id: st.key.as_str().into(),
@@ -167,8 +182,8 @@ pub fn app_descriptor(app: &AppServer) -> AppDescriptor {
         resource_count: catalog.resources.len() as u32,
         resource_template_count: catalog.resource_templates.len() as u32,
         prompt_count: catalog.prompts.len() as u32,
-        has_ui: m.is_some_and(|m| m.has_ui),
-        ui_resource_uri: opt(m.and_then(|m| m.ui_resource_uri.as_ref())),
+        has_ui,
+        ui_resource_uri: opt(ui_resource_uri.as_ref()),
         tool_name_prefix: opt(m.and_then(|m| m.tool_name_prefix.as_ref())),
         last_error: opt(st.last_error.as_ref()),
         validation_errors: st.validation_error_strings().into_iter().map(RString::from).collect(),
@@ -226,12 +241,21 @@ impl ModuleInstance for Instance {
         self.call("call_tool", move |core| async move {
             let app = core.app(request.app_id.as_str())?;
             let (cancel, _guard) = core.track(request.call_id);
+            let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok().filter(Value::is_object);
+            let relay = core.relays.register(
+                request.call_id,
+                &app.key,
+                request.extra_json.as_str(),
+                meta.map(|m| json!({ "_meta": m })).as_ref(),
+                &core.events,
+            );
             Ok(crate::tool_bridge::call(
                 &app,
                 request.tool_name.as_str(),
                 request.arguments_json.as_str(),
                 request.meta_json.as_str(),
                 &cancel,
+                relay.as_ref().map(|r| &*r.call),
             )
             .await)
         })
@@ -241,10 +265,12 @@ impl ModuleInstance for Instance {
         self.call("forward", move |core| async move {
             let (cancel, _guard) = core.track(request.call_id);
             let response = crate::forward::forward(
-                &core.registry,
+                &core,
+                request.call_id,
                 request.app_id.as_str(),
                 request.message_json.as_str(),
                 request.session_id.as_str(),
+                request.extra_json.as_str(),
                 &cancel,
             )
             .await;
@@ -342,6 +368,24 @@ async fn invoke(core: &Core, method: &str, params: &str) -> Result<RString, AbiE
                 .unwrap_or_default();
             let results = tokio::task::block_in_place(|| crate::validate::validate_paths(&paths, &core.host_version));
             Ok(Value::Array(results).to_string().into())
+        }
+        // The caller's client answered an app's question of a relayed call (host_abi::relay).
+        host_abi::relay::RESPOND => {
+            let call_id = params.get("callId").and_then(Value::as_u64).unwrap_or(0);
+            let key = params.get("key").and_then(Value::as_str).unwrap_or_default();
+            let answer = match (params.get("result"), params.get("error")) {
+                (Some(result), _) => Ok(result.clone()),
+                (None, Some(error)) => Err(rmcp::ErrorData::new(
+                    rmcp::model::ErrorCode(error.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32),
+                    error.get("message").and_then(Value::as_str).unwrap_or("the client answered with an error").to_string(),
+                    error.get("data").cloned(),
+                )),
+                (None, None) => {
+                    return Err(AbiError::new(error_code::INVALID_ARGUMENT, "call.respond needs a result or an error"));
+                }
+            };
+            let delivered = core.relays.get(call_id).is_some_and(|call| call.respond(key, answer));
+            Ok(json!({ "delivered": delivered }).to_string().into())
         }
         "module.status" => Ok(json!({
             "version": crate::MODULE_VERSION,

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app_server::{AppKind, AppServer, CallError};
 use crate::install_state::AppState;
+use crate::relay::CallRelay;
 
 /// The provider id of an app's tools in the host's registry: `mcpapp:{appId}` for MCP Apps; a
 /// standard server's registry key is already `mcp:{serverId}`.
@@ -111,6 +112,7 @@ pub async fn call(
     arguments_json: &str,
     meta_json: &str,
     cancel: &CancellationToken,
+    relay: Option<&CallRelay>,
 ) -> ToolCallOutcome {
     let arguments = match parse_arguments(arguments_json) {
         Ok(a) => a,
@@ -126,7 +128,7 @@ pub async fn call(
     if let Ok(meta @ Value::Object(_)) = serde_json::from_str::<Value>(meta_json) {
         params["_meta"] = meta;
     }
-    let result = match app.request("tools/call", Some(params), cancel).await {
+    let result = match app.request("tools/call", Some(params), cancel, relay).await {
         Ok(r) => r,
         Err(e) => return error_outcome(e),
     };

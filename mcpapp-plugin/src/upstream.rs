@@ -9,23 +9,29 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+// Sampling and roots are deprecated by SEP-2577, but apps of every revision the gateway speaks
+// still use them, and the gateway relays them faithfully.
+#[allow(deprecated)]
 use rmcp::model::{
-    ClientCapabilities, ClientRequest, ClientResult, CustomRequest, ErrorCode, Implementation,
-    InitializeRequestParams, ProtocolVersion, ServerNotification, ServerRequest,
+    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, CreateMessageResult,
+    CustomRequest, CustomResult, ElicitResult, ErrorCode, Implementation, InitializeRequestParams, ListRootsResult,
+    ProtocolVersion, ServerNotification, ServerRequest,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt as _, NotificationContext, PeerRequestOptions, RequestContext, RoleClient,
-    RunningService, Service, ServiceError,
+    ClientLifecycleMode, ClientServiceExt as _, InboundStreamOrigin, NotificationContext, PeerRequestOptions,
+    RequestContext, RoleClient, RunningService, Service, ServiceError,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::events::EventSink;
 use crate::manifest::Manifest;
 use crate::process::AppProcess;
+use crate::relay::{CallRelay, Relays};
 
 /// The MCP Apps extension id and the UI MIME type (SPEC R19).
 pub const UI_EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
@@ -44,6 +50,8 @@ pub enum UpstreamError {
     Remote { code: i32, message: String, data: Option<Value> },
     #[error("connection to the app lost: {0}")]
     Transport(String),
+    #[error("the request was cancelled")]
+    Cancelled,
     #[error("{0}")]
     Invalid(String),
 }
@@ -83,12 +91,27 @@ pub enum UpstreamSignal {
     PromptsChanged,
 }
 
-/// The client side of the session: answers the app's requests and forwards its notifications.
+/// The client side of the session: relays the app's requests and request-scoped notifications to
+/// the client of the call they belong to (`relay.rs`), and reports the rest as module events.
 pub struct UpstreamHandler {
     app_id: String,
     events: EventSink,
     signals: mpsc::UnboundedSender<UpstreamSignal>,
+    relays: Arc<Relays>,
     info: InitializeRequestParams,
+}
+
+/// What the gateway declares to apps: the MCP Apps UI extension, and sampling, elicitation (form
+/// and URL) and roots — it offers them on behalf of whichever client a request comes from, and
+/// refuses them per request when that client cannot (SPEC R42).
+fn gateway_client_capabilities() -> ClientCapabilities {
+    serde_json::from_value(json!({
+        "sampling": {},
+        "elicitation": { "form": {}, "url": {} },
+        "roots": { "listChanged": false },
+        "extensions": { UI_EXTENSION_ID: { "mimeTypes": [UI_MIME_TYPE] } },
+    }))
+    .unwrap_or_default()
 }
 
 impl UpstreamHandler {
@@ -96,42 +119,66 @@ impl UpstreamHandler {
         app_id: &str,
         events: EventSink,
         signals: mpsc::UnboundedSender<UpstreamSignal>,
+        relays: Arc<Relays>,
         protocol: ProtocolVersion,
         host_version: &str,
     ) -> Self {
-        let mut capabilities = ClientCapabilities::default();
-        let mut ui = serde_json::Map::new();
-        ui.insert("mimeTypes".into(), json!([UI_MIME_TYPE]));
-        capabilities.extensions = Some([(UI_EXTENSION_ID.to_string(), ui)].into_iter().collect());
         let mut client = Implementation::from_build_env();
         client.name = "openclaw-gateway".into();
         client.version = host_version.to_string();
-        let info = InitializeRequestParams::new(capabilities, client).with_protocol_version(protocol);
-        UpstreamHandler { app_id: app_id.to_string(), events, signals, info }
+        let info = InitializeRequestParams::new(gateway_client_capabilities(), client).with_protocol_version(protocol);
+        UpstreamHandler { app_id: app_id.to_string(), events, signals, relays, info }
     }
+}
+
+/// A client's answer as the typed result rmcp sends back for `method`.
+#[allow(deprecated)]
+fn client_result(method: &str, answer: Value) -> Result<ClientResult, ErrorData> {
+    let invalid = |e: serde_json::Error| {
+        ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("the client's answer to '{method}' is not valid: {e}"), None)
+    };
+    Ok(match method {
+        "sampling/createMessage" => {
+            ClientResult::CreateMessageResult(Box::new(serde_json::from_value::<CreateMessageResult>(answer).map_err(invalid)?))
+        }
+        "elicitation/create" => ClientResult::ElicitResult(serde_json::from_value::<ElicitResult>(answer).map_err(invalid)?),
+        "roots/list" => ClientResult::ListRootsResult(serde_json::from_value::<ListRootsResult>(answer).map_err(invalid)?),
+        _ => ClientResult::CustomResult(CustomResult(answer)),
+    })
 }
 
 impl Service<RoleClient> for UpstreamHandler {
     async fn handle_request(
         &self,
         request: ServerRequest,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ClientResult, ErrorData> {
-        match request {
-            ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
-            other => {
-                let method = serde_json::to_value(&other)
-                    .ok()
-                    .and_then(|v| v.get("method").and_then(Value::as_str).map(str::to_string))
-                    .unwrap_or_else(|| "unknown".into());
-                tracing::debug!(app = %self.app_id, "declining upstream request {method}: the gateway does not offer it");
-                Err(ErrorData::new(
-                    ErrorCode::METHOD_NOT_FOUND,
-                    format!("the gateway does not support '{method}' from apps"),
-                    None,
-                ))
-            }
+        if let ServerRequest::PingRequest(_) = request {
+            return Ok(ClientResult::empty(()));
         }
+        let message = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let method = message.get("method").and_then(Value::as_str).unwrap_or("unknown").to_string();
+        let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
+        let origin = match context.extensions.get::<InboundStreamOrigin>() {
+            Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
+            _ => None,
+        };
+        let Some(call) = self.relays.for_request(&self.app_id, origin.as_ref()) else {
+            tracing::debug!(app = %self.app_id, "declining upstream request {method}: no client is waiting on this app");
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("'{method}' is unavailable: no client of the gateway is waiting on this app to answer it"),
+                None,
+            ));
+        };
+        tracing::debug!(app = %self.app_id, call = call.call_id, "relaying upstream request {method} to the caller");
+        let answer = tokio::select! {
+            answer = call.ask(&method, params) => answer?,
+            _ = context.ct.cancelled() => {
+                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("'{method}' was cancelled by the app"), None));
+            }
+        };
+        client_result(&method, answer)
     }
 
     async fn handle_notification(
@@ -152,7 +199,9 @@ impl Service<RoleClient> for UpstreamHandler {
         if let Value::Object(map) = &mut message {
             map.insert("jsonrpc".into(), json!("2.0"));
         }
-        self.events.upstream_notification(&self.app_id, message);
+        if !self.relays.route_notification(&self.app_id, &message) {
+            self.events.upstream_notification(&self.app_id, message);
+        }
         Ok(())
     }
 
@@ -170,7 +219,7 @@ pub struct Session {
 impl Session {
     /// Sends one request and returns the raw JSON result, bounded by the request timeout.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, UpstreamError> {
-        self.request_with_timeout(method, params, None).await
+        self.send(method, params, None, None, None).await
     }
 
     pub async fn request_with_timeout(
@@ -179,7 +228,22 @@ impl Session {
         params: Option<Value>,
         timeout: Option<Duration>,
     ) -> Result<Value, UpstreamError> {
-        let request = typed_request(method, params.clone());
+        self.send(method, params, timeout, None, None).await
+    }
+
+    /// Sends one request for a caller: `cancel` ends it early and tells the app
+    /// (`notifications/cancelled`, so the app stops working on it), and `relay` learns the
+    /// upstream request id and progress token, so what the app sends for this request reaches
+    /// the caller.
+    pub async fn send(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Option<Duration>,
+        cancel: Option<&CancellationToken>,
+        relay: Option<&CallRelay>,
+    ) -> Result<Value, UpstreamError> {
+        let request = typed_request(method, params);
         let timeout = timeout.unwrap_or(self.request_timeout);
         let options = PeerRequestOptions::with_timeout(timeout);
         let peer = self.service.peer();
@@ -187,7 +251,25 @@ impl Session {
             .send_request_with_option(request, options)
             .await
             .map_err(|e| UpstreamError::from_service(e, timeout))?;
-        let result = handle.await_response().await.map_err(|e| UpstreamError::from_service(e, timeout))?;
+        if let Some(relay) = relay {
+            relay.sent(handle.id.clone(), handle.progress_token.clone());
+        }
+        let request_id = handle.id.clone();
+        let never = CancellationToken::new();
+        let cancel = cancel.unwrap_or(&never);
+        let result = tokio::select! {
+            r = handle.await_response() => r.map_err(|e| UpstreamError::from_service(e, timeout))?,
+            _ = cancel.cancelled() => {
+                let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(request_id),
+                    Some("cancelled by the client of the gateway".to_string()),
+                ));
+                if let Err(e) = peer.send_notification(notification.into()).await {
+                    tracing::debug!("could not tell the app about a cancelled {method}: {e}");
+                }
+                return Err(UpstreamError::Cancelled);
+            }
+        };
         serde_json::to_value(&result).map_err(|e| UpstreamError::Invalid(format!("unserializable result: {e}")))
     }
 

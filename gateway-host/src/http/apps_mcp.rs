@@ -34,6 +34,7 @@ use futures::stream::{self, StreamExt};
 use host_abi::event_kind;
 use serde_json::{json, Value};
 
+use super::apps_relay;
 use super::auth::query_param;
 use super::GatewayState;
 use crate::module_host::ModuleHost;
@@ -57,7 +58,7 @@ mod code {
     pub const APP_UNAVAILABLE: i64 = -32002;
 }
 
-fn rpc_error(id: &Value, code: i64, message: impl Into<String>, data: Option<Value>) -> Value {
+pub(super) fn rpc_error(id: &Value, code: i64, message: impl Into<String>, data: Option<Value>) -> Value {
     let mut error = json!({ "code": code, "message": message.into() });
     if let Some(d) = data {
         error["data"] = d;
@@ -120,11 +121,30 @@ pub async fn post(
             }
             finish(&headers, StatusCode::OK, json_raw(format!("[{}]", answers.join(","))))
         }
-        Value::Object(_) => match handle(module, &app_id, &message, &session_id, header_version).await {
-            None => finish(&headers, StatusCode::ACCEPTED, Body::empty()),
-            Some(answer) if sse => sse_response(&headers, vec![answer]),
-            Some(answer) => finish(&headers, StatusCode::OK, json_raw(answer)),
-        },
+        Value::Object(_) => {
+            if let Some(response) = apps_relay::take_client_message(&state, &message, &headers, &session_id).await {
+                return response;
+            }
+            let method = message.get("method").and_then(Value::as_str);
+            if message.get("id").is_some() && method.is_some_and(|m| m != "initialize" && m != "server/discover") {
+                let modern = is_discover_era(&message, header_version);
+                return apps_relay::forward(&state, &app_id, &message, &headers, &session_id, modern).await;
+            }
+            let mut response = match handle(module, &app_id, &message, &session_id, header_version).await {
+                None => return finish(&headers, StatusCode::ACCEPTED, Body::empty()),
+                Some(answer) if sse => sse_response(&headers, vec![answer]),
+                Some(answer) => finish(&headers, StatusCode::OK, json_raw(answer)),
+            };
+            // An initialize-era client declares its capabilities only here: the session id
+            // carries them to every later request (see apps_relay.rs).
+            if method == Some("initialize") && !headers.contains_key(MCP_SESSION_ID) {
+                let capabilities = message.pointer("/params/capabilities").cloned().unwrap_or(Value::Null);
+                if let Ok(value) = HeaderValue::from_str(&apps_relay::issue_session(&capabilities)) {
+                    response.headers_mut().insert(MCP_SESSION_ID, value);
+                }
+            }
+            response
+        }
         _ => {
             let error = rpc_error(&Value::Null, code::INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object or array", None);
             finish(&headers, StatusCode::BAD_REQUEST, json_body(&error))
@@ -193,7 +213,7 @@ const ENVELOPE_META_KEYS: &[&str] = &[
     "io.modelcontextprotocol/logLevel",
 ];
 
-fn strip_envelope(message: &Value) -> std::borrow::Cow<'_, Value> {
+pub(super) fn strip_envelope(message: &Value) -> std::borrow::Cow<'_, Value> {
     let stamped = message["params"]["_meta"]
         .as_object()
         .is_some_and(|meta| ENVELOPE_META_KEYS.iter().any(|k| meta.contains_key(*k)));
@@ -228,7 +248,7 @@ const CACHEABLE_METHODS: &[&str] =
 /// An initialize-era upstream result, as a discover-era client expects it: `resultType` on every
 /// result, and on cacheable ones the most conservative cache hints (not cacheable, this client
 /// only). Errors pass unchanged.
-fn adapt_result(method: &str, answer: String) -> String {
+pub(super) fn adapt_result(method: &str, answer: String) -> String {
     let Ok(mut response) = serde_json::from_str::<Value>(&answer) else { return answer };
     let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) else { return answer };
     result.entry("resultType").or_insert_with(|| json!("complete"));
@@ -393,7 +413,7 @@ pub fn max_request_bytes(state: &GatewayState) -> usize {
 }
 
 /// SSE only for a client that accepts the stream and not JSON.
-fn wants_sse(headers: &HeaderMap) -> bool {
+pub(super) fn wants_sse(headers: &HeaderMap) -> bool {
     let accept = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(",");
     let accept = accept.to_ascii_lowercase();
     accept.contains("text/event-stream") && !accept.contains("application/json") && !accept.contains("*/*")
@@ -418,7 +438,7 @@ fn finish(request_headers: &HeaderMap, status: StatusCode, body: Body) -> Respon
     response
 }
 
-fn sse_response(request_headers: &HeaderMap, messages: Vec<String>) -> Response {
+pub(super) fn sse_response(request_headers: &HeaderMap, messages: Vec<String>) -> Response {
     let events = stream::iter(messages.into_iter().map(|m| Ok::<_, Infallible>(Event::default().event("message").data(m))));
     let mut response = Sse::new(events).into_response();
     echo_session(request_headers, &mut response);

@@ -14,18 +14,20 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InputRequest,
+    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ServerNotification, ServerRequest, Tool,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::relay::{error_object, Parked, RelayEvent, RelayedCall, Step};
 use crate::settings::Settings;
-use crate::tools::ToolRegistry;
+use crate::tools::{ToolRegistry, ToolResult};
 
 /// The compatibility switches that shape `/mcp`.
 #[derive(Debug, Clone, Copy)]
@@ -61,6 +63,9 @@ impl Compatibility {
 pub struct GatewayMcp {
     registry: Arc<ToolRegistry>,
     compatibility: Compatibility,
+    /// Tool calls waiting for a multi-round-trip (2026-07-28) client's answers, shared by every
+    /// session since such clients are stateless.
+    parked: Arc<Parked<ToolResult>>,
 }
 
 impl ServerHandler for GatewayMcp {
@@ -87,29 +92,43 @@ impl ServerHandler for GatewayMcp {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    /// A tool call, relayed (R42): the app's progress and log messages reach this client, its
+    /// questions (sampling, elicitation, roots) are put to this client — as requests on the
+    /// call's stream for initialize-era clients, as `input_required` rounds for 2026-07-28 ones —
+    /// and this client's cancel reaches the app.
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(state) = request.request_state.as_deref() {
+            let Some(call) = self.parked.take(state) else {
+                return Err(ErrorData::invalid_params("unknown or expired requestState", None));
+            };
+            let module = self.registry.module();
+            for (key, answer) in request.input_responses.unwrap_or_default() {
+                module.respond(call.call_id, &key, Ok(answer)).await;
+            }
+            return self.drive(call, &context).await;
+        }
         let name = request.name.to_string();
         if !self.registry.model_tools().iter().any(|t| t.name == name) {
             return Err(ErrorData::invalid_params(format!("unknown tool '{name}'"), None));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
-        let result = self.registry.call(&name, &arguments).await;
-        let mut out = if result.is_error {
-            CallToolResult::error(vec![ContentBlock::text(result.text)])
-        } else {
-            CallToolResult::success(vec![ContentBlock::text(result.text)])
+        let capabilities = context.client_capabilities().and_then(|c| serde_json::to_value(c).ok()).unwrap_or(Value::Null);
+        let extra = json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": capabilities } });
+        let meta = match context.meta.get_progress_token() {
+            Some(token) => json!({ "progressToken": token }),
+            None => Value::Null,
         };
-        out.structured_content = result.structured;
-        // The UI this result renders with travels beside it (MCP Apps hosts render it); the
-        // structured content of UI-linked tools is already withheld by the bridge.
-        if let Some(uri) = result.ui_resource_uri {
-            out.meta = serde_json::from_value(serde_json::json!({ "ui": { "resourceUri": uri } })).ok();
-        }
-        Ok(out.into())
+        let call_id = self.registry.module().next_call_id();
+        let registry = self.registry.clone();
+        let call = self
+            .registry
+            .module()
+            .relayed(call_id, async move { registry.call_with(&name, &arguments, call_id, &meta, &extra).await });
+        self.drive(call, &context).await
     }
 
     /// Pushes `notifications/tools/list_changed` to this client for as long as it is connected.
@@ -130,21 +149,140 @@ impl ServerHandler for GatewayMcp {
     }
 }
 
+impl GatewayMcp {
+    /// Runs a relayed call to its end on behalf of this request's client.
+    async fn drive(
+        &self,
+        mut call: RelayedCall<ToolResult>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let module = self.registry.module().clone();
+        let modern = context.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        loop {
+            let step = tokio::select! {
+                step = call.next() => step,
+                // Dropping the call cancels it in the module, which tells the app.
+                _ = context.ct.cancelled() => return Err(ErrorData::new(rmcp::model::ErrorCode::INTERNAL_ERROR, "the call was cancelled", None)),
+            };
+            match step {
+                Step::Done(result) => return Ok(to_call_tool_result(result).into()),
+                Step::Event(RelayEvent::Notification(message)) => {
+                    match serde_json::from_value::<ServerNotification>(without_jsonrpc(message)) {
+                        Ok(notification) => {
+                            if let Err(e) = context.peer.send_notification(notification).await {
+                                tracing::debug!("cannot pass a notification to the /mcp client: {e}");
+                            }
+                        }
+                        Err(e) => tracing::debug!("not passing an unreadable notification to the /mcp client: {e}"),
+                    }
+                }
+                Step::Event(RelayEvent::Request { key, method, params }) => {
+                    let body = RelayEvent::request_body(&method, &params);
+                    if modern {
+                        // 2026-07-28: no server-to-client requests; the client answers by retrying.
+                        return match serde_json::from_value::<InputRequest>(body) {
+                            Ok(input) => {
+                                let state = self.parked.park(call);
+                                let requests = [(key, input)].into_iter().collect();
+                                Ok(CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(state))))
+                            }
+                            Err(e) => {
+                                let error = error_object(-32602, format!("'{method}' cannot be put to a 2026-07-28 client: {e}"));
+                                module.respond(call.call_id, &key, Err(error)).await;
+                                continue;
+                            }
+                        };
+                    }
+                    let answer = match serde_json::from_value::<ServerRequest>(body) {
+                        Ok(request) => match context.peer.send_request(request).await {
+                            Ok(result) => serde_json::to_value(result).map_err(|e| error_object(-32603, e.to_string())),
+                            Err(ServiceError::McpError(e)) => Err(serde_json::to_value(&e).unwrap_or_else(|_| error_object(-32603, e.message))),
+                            Err(e) => Err(error_object(-32603, format!("the client did not answer '{method}': {e}"))),
+                        },
+                        Err(e) => Err(error_object(-32602, format!("'{method}' is not a request the client can be asked: {e}"))),
+                    };
+                    module.respond(call.call_id, &key, answer).await;
+                }
+            }
+        }
+    }
+}
+
+fn without_jsonrpc(mut message: Value) -> Value {
+    if let Some(map) = message.as_object_mut() {
+        map.remove("jsonrpc");
+    }
+    message
+}
+
+/// The result as the app sent it — every content block, `structuredContent`, `_meta` — except
+/// what R20 withholds from a model (structured content of UI-linked tools), plus the UI the
+/// result renders with. Results the gateway made itself (errors before any result, built-ins)
+/// are text.
+fn to_call_tool_result(result: ToolResult) -> CallToolResult {
+    if let Some(mut raw) = result.raw.filter(Value::is_object) {
+        if result.ui_resource_uri.is_some() {
+            if let Some(map) = raw.as_object_mut() {
+                map.remove("structuredContent");
+            }
+        }
+        if let Some(uri) = &result.ui_resource_uri {
+            if !raw["_meta"].is_object() {
+                raw["_meta"] = json!({});
+            }
+            if !raw["_meta"]["ui"].is_object() {
+                raw["_meta"]["ui"] = json!({});
+            }
+            raw["_meta"]["ui"]["resourceUri"] = json!(uri);
+        }
+        match serde_json::from_value::<CallToolResult>(raw) {
+            Ok(out) => return out,
+            Err(e) => tracing::warn!("an app's tool result does not parse as an MCP result ({e}); sending its text"),
+        }
+    }
+    let mut out = if result.is_error {
+        CallToolResult::error(vec![ContentBlock::text(result.text)])
+    } else {
+        CallToolResult::success(vec![ContentBlock::text(result.text)])
+    };
+    out.structured_content = result.structured;
+    if let Some(uri) = result.ui_resource_uri {
+        out.meta = serde_json::from_value(json!({ "ui": { "resourceUri": uri } })).ok();
+    }
+    out
+}
+
+/// The tool as its provider declared it: title, annotations, icons and output schema included.
 fn to_mcp_tool(spec: crate::tools::ToolSpec) -> Tool {
     let schema = match spec.input_schema {
         Value::Object(map) => map,
         _ => serde_json::Map::from_iter([("type".to_string(), Value::from("object"))]),
     };
-    let mut tool = Tool::new(spec.name, spec.description, Arc::new(schema));
-    if let Some(Value::Object(out)) = spec.output_schema {
-        tool.output_schema = Some(Arc::new(out));
+    let mut declared = match &spec.extra {
+        Value::Object(extra) => extra.clone(),
+        _ => serde_json::Map::new(),
+    };
+    declared.insert("name".into(), json!(spec.name));
+    declared.insert("description".into(), json!(spec.description));
+    declared.insert("inputSchema".into(), Value::Object(schema.clone()));
+    if let Some(out @ Value::Object(_)) = &spec.output_schema {
+        declared.insert("outputSchema".into(), out.clone());
     }
-    if let Value::Object(meta) = spec.meta {
-        if !meta.is_empty() {
-            tool.meta = serde_json::from_value(Value::Object(meta)).ok();
+    if spec.meta.as_object().is_some_and(|m| !m.is_empty()) {
+        declared.insert("_meta".into(), spec.meta.clone());
+    }
+    match serde_json::from_value::<Tool>(Value::Object(declared)) {
+        Ok(tool) => tool,
+        Err(e) => {
+            tracing::warn!(tool = %spec.name, "tool '{}' has declarations MCP cannot carry ({e}); offering it without them", spec.name);
+            let mut tool = Tool::new(spec.name, spec.description, Arc::new(schema));
+            if let Some(Value::Object(out)) = spec.output_schema {
+                tool.output_schema = Some(Arc::new(out));
+            }
+            tool.meta = serde_json::from_value(spec.meta).ok();
+            tool
         }
     }
-    tool
 }
 
 /// The `/mcp` service. Host and Origin checks are the gateway's auth layer's job (it knows whether
@@ -154,7 +292,7 @@ pub fn service(
     compatibility: Compatibility,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<GatewayMcp, LocalSessionManager> {
-    let handler = GatewayMcp { registry, compatibility };
+    let handler = GatewayMcp { registry, compatibility, parked: Arc::new(Parked::default()) };
     StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),

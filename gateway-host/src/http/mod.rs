@@ -21,6 +21,7 @@ use crate::tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 mod apps_mcp;
+mod apps_relay;
 pub mod auth;
 mod cors;
 pub mod gateway_mcp;
@@ -39,6 +40,8 @@ pub struct GatewayState {
     pub tools: Arc<ToolRegistry>,
     /// Cancelled when the gateway shuts down (ends `/mcp` sessions and streams).
     pub shutdown: CancellationToken,
+    /// Relayed `/apps/mcp` calls in flight and waiting (R42).
+    pub apps_calls: apps_relay::AppsMcpCalls,
 }
 
 impl GatewayState {
@@ -52,7 +55,16 @@ impl GatewayState {
         let auth = auth::AuthPolicy::from_settings(&settings, &bound)?;
         tracing::info!("{}", auth.describe());
         let tools = ToolRegistry::new(module.clone(), Preference::from_config(settings.get("Tools:Preference")));
-        Ok(GatewayState { module, settings, module_summary, bound, auth, tools, shutdown: CancellationToken::new() })
+        Ok(GatewayState {
+            module,
+            settings,
+            module_summary,
+            bound,
+            auth,
+            tools,
+            shutdown: CancellationToken::new(),
+            apps_calls: Default::default(),
+        })
     }
 }
 

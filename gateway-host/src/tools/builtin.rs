@@ -31,6 +31,7 @@ pub fn specs() -> Vec<ToolSpec> {
         meta: json!({}),
         visible_to_model: true,
         ui_resource_uri: None,
+        extra: json!({ "title": "Gateway apps", "annotations": { "readOnlyHint": true, "openWorldHint": false } }),
         provider_id: PROVIDER_ID.into(),
         source: super::ToolSource::Builtin(Builtin::Apps),
     }]

@@ -43,6 +43,9 @@ pub struct ToolSpec {
     pub meta: Value,
     pub visible_to_model: bool,
     pub ui_resource_uri: Option<String>,
+    /// What else the provider declared for the tool (`title`, `annotations`, `icons`,
+    /// `execution`), as a JSON object; MCP clients of `/mcp` get it unchanged.
+    pub extra: Value,
     pub provider_id: String,
     pub source: ToolSource,
 }
@@ -137,6 +140,7 @@ impl ToolRegistry {
                     meta: parse(t.meta_json.as_str()).unwrap_or_else(|| serde_json::json!({})),
                     visible_to_model: t.visible_to_model,
                     ui_resource_uri,
+                    extra: parse(t.extra_json.as_str()).filter(Value::is_object).unwrap_or_else(|| serde_json::json!({})),
                     provider_id: t.provider_id.to_string(),
                     source: ToolSource::Module { app_id: t.app_id.to_string(), tool_name: t.name.to_string() },
                 }
@@ -205,8 +209,14 @@ impl ToolRegistry {
         });
     }
 
-    /// Calls the model's tool `name` (already resolved by preference).
-    pub async fn call(&self, name: &str, arguments_json: &str) -> ToolResult {
+    pub fn module(&self) -> &Arc<ModuleHost> {
+        &self.module
+    }
+
+    /// Calls the model's tool `name` (already resolved by preference) under `call_id` (see
+    /// [`ModuleHost::next_call_id`]), with the request's `_meta` (e.g. the caller's progress
+    /// token) and `extra` (e.g. the relay opt-in, `host_abi::relay`), both JSON objects or null.
+    pub async fn call_with(&self, name: &str, arguments_json: &str, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
         let spec = self.snapshot.read().resolved.get(name).cloned();
         let Some(spec) = spec else {
             return ToolResult::error(format!("unknown tool '{name}'"));
@@ -220,13 +230,14 @@ impl ToolRegistry {
                 builtin::call(*builtin, &self.module, &args).await
             }
             ToolSource::Module { app_id, tool_name } => {
+                let json_or = |v: &Value, empty: &str| if v.is_object() { v.to_string() } else { empty.to_string() };
                 let request = ToolCallRequest {
-                    call_id: self.module.next_call_id(),
+                    call_id,
                     app_id: app_id.as_str().into(),
                     tool_name: tool_name.as_str().into(),
                     arguments_json: arguments_json.into(),
-                    meta_json: "".into(),
-                    extra_json: "{}".into(),
+                    meta_json: json_or(meta, "").into(),
+                    extra_json: json_or(extra, "{}").into(),
                 };
                 match self.module.call_tool(request).await {
                     Ok(outcome) => ToolResult {
