@@ -22,6 +22,7 @@ use crate::events::EventSink;
 use crate::install_state::{AppState, InstallState};
 use crate::manifest::{Manifest, Transport};
 use crate::process::AppProcess;
+use crate::relay::{CallRelay, Relays};
 use crate::upstream::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
 
 /// Crash-loop cap (SPEC R17): this many losses within [`CRASH_WINDOW`] keep the app Failed until an
@@ -30,13 +31,17 @@ pub const CRASH_LIMIT: usize = 3;
 pub const CRASH_WINDOW: Duration = Duration::from_secs(300);
 const BACKOFF_BASE: Duration = Duration::from_secs(1);
 const BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// How often an http app without a process of ours is pinged to notice that it stopped answering.
-const HTTP_PING_INTERVAL: Duration = Duration::from_secs(5);
+/// Consecutive failed health checks (pings) after which an http app counts as lost.
+const HEALTH_FAILURES_LOST: u32 = 2;
+/// Multi-round-trip rounds one request may take before the gateway gives up on it.
+const MAX_INPUT_ROUNDS: usize = 10;
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// Settings shared by every app of one module instance.
 pub struct AppContext {
     pub events: EventSink,
+    /// Calls in flight whose clients take part in server-to-client flows (R42).
+    pub relays: Arc<Relays>,
     pub relaxed_schema: bool,
     pub force_legacy_initialize: bool,
     pub host_version: String,
@@ -208,7 +213,8 @@ impl AppServer {
                 let (done_tx, done_rx) = oneshot::channel();
                 *live.stopped.lock() = Some(done_rx);
                 let me = self.clone();
-                tokio::spawn(async move { me.supervise(generation, live, process, signals, done_tx).await });
+                let health = HealthCheck::for_manifest(&manifest);
+                tokio::spawn(async move { me.supervise(generation, live, process, signals, health, done_tx).await });
                 Ok(())
             }
             Ok(Err(e)) => {
@@ -233,23 +239,35 @@ impl AppServer {
         let (signal_tx, signals) = mpsc::unbounded_channel();
         let (lifecycle, protocol) = upstream::lifecycle_for(manifest, self.ctx.force_legacy_initialize);
         let handler = || {
-            UpstreamHandler::new(&self.key, self.ctx.events.clone(), signal_tx.clone(), protocol.clone(), &self.ctx.host_version)
+            UpstreamHandler::new(
+                &self.key,
+                self.ctx.events.clone(),
+                signal_tx.clone(),
+                self.ctx.relays.clone(),
+                protocol.clone(),
+                &self.ctx.host_version,
+            )
         };
         let spawn_err = |e: crate::process::SpawnError| UpstreamError::Connect(e.to_string());
         let (service, process) = match manifest.transport {
             Transport::Stdio => {
-                let mut process = AppProcess::spawn(manifest, &self.key, true).map_err(spawn_err)?;
+                let mut process = AppProcess::spawn(manifest, &self.key, true).await.map_err(spawn_err)?;
                 let service = upstream::connect_stdio(&mut process, handler(), lifecycle).await?;
                 (service, Some(process))
             }
             Transport::Http => {
                 let url = manifest.url.clone().unwrap_or_default();
                 let mut process = match manifest.launches_process() {
-                    true => Some(AppProcess::spawn(manifest, &self.key, false).map_err(spawn_err)?),
+                    true => Some(AppProcess::spawn(manifest, &self.key, false).await.map_err(spawn_err)?),
                     false => None,
                 };
-                // A launched app needs a moment to bind its port: retry until it answers, it
-                // exits, or the startup timeout (around this future) runs out.
+                // A launched app needs a moment to bind its port. Wait for the port with plain TCP
+                // connects (quiet: rmcp logs every failed connect of its own at ERROR), then
+                // handshake; retry until it answers, it exits, or the startup timeout (around
+                // this future) runs out.
+                if let Some(p) = process.as_mut() {
+                    wait_for_port(&self.key, &url, p).await?;
+                }
                 let service = loop {
                     match upstream::connect_http(&url, &manifest.headers, handler(), lifecycle.clone()).await {
                         Ok(service) => break service,
@@ -287,10 +305,13 @@ impl AppServer {
         live: Arc<Live>,
         mut process: Option<AppProcess>,
         mut signals: mpsc::UnboundedReceiver<UpstreamSignal>,
+        health: Option<HealthCheck>,
         done: oneshot::Sender<()>,
     ) {
-        let ping_http = process.is_none();
-        let mut ping = tokio::time::interval(HTTP_PING_INTERVAL);
+        let ping_http = health.is_some();
+        let health = health.unwrap_or(HealthCheck { interval: Duration::from_secs(3600), timeout: Duration::ZERO });
+        let mut ping = tokio::time::interval(health.interval);
+        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ping.reset();
         let mut closed_check = tokio::time::interval(Duration::from_millis(250));
         let mut ping_failures = 0u32;
@@ -304,13 +325,20 @@ impl AppServer {
                     }
                 }
                 _ = ping.tick(), if ping_http => {
-                    match live.session.request_with_timeout("ping", None, Some(HTTP_PING_INTERVAL)).await {
+                    // Bounded here too: sending can block on a server that accepts but never
+                    // answers, before rmcp's own timeout starts.
+                    let ping = live.session.request_with_timeout("ping", None, Some(health.timeout));
+                    let outcome = tokio::time::timeout(health.timeout, ping)
+                        .await
+                        .unwrap_or(Err(UpstreamError::Timeout(health.timeout)));
+                    match outcome {
                         Ok(_) => ping_failures = 0,
                         Err(UpstreamError::Remote { .. }) => ping_failures = 0,
                         Err(e) => {
                             ping_failures += 1;
-                            if ping_failures >= 2 {
-                                break Some(format!("the app stopped answering: {e}"));
+                            tracing::debug!(app = %self.key, "McpApp '{}' health check {ping_failures} failed: {e}", self.key);
+                            if ping_failures >= HEALTH_FAILURES_LOST {
+                                break Some(format!("the app stopped answering: {ping_failures} health checks failed ({e})"));
                             }
                         }
                     }
@@ -407,25 +435,79 @@ impl AppServer {
     }
 
     /// Holds the session for one request, ending early if the app is lost or `cancel` fires.
+    /// `cancel` also tells the app (`notifications/cancelled`). With a `relay`, what the app sends
+    /// during the request reaches its caller, and an app answering in multi-round-trip style
+    /// (`resultType: "input_required"`, MCP 2026-07-28) has its questions put to the caller and
+    /// the request retried with the answers, so callers of every revision see one plain result.
     pub async fn request(
         &self,
         method: &str,
         params: Option<Value>,
         cancel: &CancellationToken,
+        relay: Option<&CallRelay>,
     ) -> Result<Value, CallError> {
         let live = self.live().ok_or_else(|| CallError::NotRunning { app: self.key.clone(), state: self.state() })?;
-        tokio::select! {
-            r = live.session.request(method, params) => {
-                r.map_err(|source| match source {
-                    UpstreamError::Transport(_) if live.closing.is_cancelled() => {
-                        CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }
-                    }
-                    source => CallError::Upstream { app: self.key.clone(), source },
-                })
+        let mut params = params;
+        for _round in 0..MAX_INPUT_ROUNDS {
+            let result = tokio::select! {
+                r = live.session.send(method, params.clone(), None, Some(cancel), relay) => {
+                    r.map_err(|source| match source {
+                        UpstreamError::Transport(_) if live.closing.is_cancelled() => {
+                            CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }
+                        }
+                        UpstreamError::Cancelled => CallError::Cancelled { app: self.key.clone() },
+                        source => CallError::Upstream { app: self.key.clone(), source },
+                    })?
+                }
+                _ = live.closing.cancelled() => return Err(CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }),
+            };
+            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                return Ok(result);
             }
-            _ = live.closing.cancelled() => Err(CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }),
-            _ = cancel.cancelled() => Err(CallError::Cancelled { app: self.key.clone() }),
+            params = Some(self.answer_input_requests(method, params, &result, relay, cancel).await?);
         }
+        Err(CallError::Lost {
+            app: self.key.clone(),
+            reason: format!("'{method}' still asked for input after {MAX_INPUT_ROUNDS} rounds"),
+        })
+    }
+
+    /// Puts an `InputRequiredResult`'s questions to the caller; returns the params to retry with.
+    async fn answer_input_requests(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        result: &Value,
+        relay: Option<&CallRelay>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let failed = |reason: String| CallError::Lost { app: self.key.clone(), reason };
+        let Some(relay) = relay else {
+            return Err(failed(format!("'{method}' needs input from the client, and this call has no client to ask")));
+        };
+        let mut responses = serde_json::Map::new();
+        let requests = result.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+        for (key, request) in requests {
+            let asked = request.get("method").and_then(Value::as_str).unwrap_or_default().to_string();
+            let asked_params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            let answer = tokio::select! {
+                a = relay.ask(&asked, asked_params) => a,
+                _ = cancel.cancelled() => return Err(CallError::Cancelled { app: self.key.clone() }),
+            };
+            let value = answer.map_err(|e| failed(format!("'{method}' needs '{asked}' from the client: {}", e.message)))?;
+            responses.insert(key, value);
+        }
+        let mut params = params.filter(Value::is_object).unwrap_or_else(|| json!({}));
+        params["inputResponses"] = Value::Object(responses);
+        match result.get("requestState") {
+            Some(state) => params["requestState"] = state.clone(),
+            None => {
+                if let Some(p) = params.as_object_mut() {
+                    p.remove("requestState");
+                }
+            }
+        }
+        Ok(params)
     }
 
     /// The app's state for the host (`AppDescriptor` material) as JSON details.
@@ -450,6 +532,59 @@ impl AppServer {
             "uiResources": catalog.as_ref().map(|c| c.ui_resources().filter_map(|r| r.get("uri").cloned()).collect::<Vec<_>>()),
         })
     }
+}
+
+/// How an http app is health-checked (SPEC R17): a `ping` every `interval`, each bounded by
+/// `timeout`; [`HEALTH_FAILURES_LOST`] failures in a row and the app is lost.
+#[derive(Debug, Clone, Copy)]
+struct HealthCheck {
+    interval: Duration,
+    timeout: Duration,
+}
+
+impl HealthCheck {
+    /// Every http app, launched by the gateway or not, unless `healthCheckIntervalSeconds` is 0.
+    /// (A stdio app's exit is seen directly.) A ping may take at most the interval (and at most
+    /// the request timeout), so checks never pile up.
+    fn for_manifest(manifest: &Manifest) -> Option<HealthCheck> {
+        if manifest.transport != Transport::Http || manifest.health_check_interval_seconds == 0 {
+            return None;
+        }
+        let interval = Duration::from_secs(manifest.health_check_interval_seconds);
+        let timeout = interval.min(Duration::from_secs(manifest.request_timeout_seconds)).max(Duration::from_secs(1));
+        Some(HealthCheck { interval, timeout })
+    }
+}
+
+/// Waits until `url`'s host and port accept a TCP connection (a launched http app is listening),
+/// or the process exits. Logs at debug level only: a slow start is normal.
+async fn wait_for_port(app: &str, url: &str, process: &mut AppProcess) -> Result<(), UpstreamError> {
+    let Some((host, port)) = host_port(url) else { return Ok(()) }; // rmcp reports a bad URL
+    let mut attempts = 0u32;
+    loop {
+        let why = match tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect((host.as_str(), port))).await {
+            Ok(Ok(_)) => {
+                tracing::debug!(app, "{host}:{port} accepts connections after {attempts} refused attempt(s)");
+                return Ok(());
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "connect timed out".to_string(),
+        };
+        attempts += 1;
+        if let Some(exit) = process.try_exit() {
+            return Err(UpstreamError::Connect(format!("{exit} before accepting connections on {host}:{port} ({why})")));
+        }
+        tracing::debug!(app, "waiting for {host}:{port} to accept connections: {why}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The host (without IPv6 brackets) and port of an http(s) URL.
+fn host_port(url: &str) -> Option<(String, u16)> {
+    let uri: http::Uri = url.parse().ok()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']').to_string();
+    let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+    Some((host, port))
 }
 
 async fn wait_process(process: &mut Option<AppProcess>) -> String {

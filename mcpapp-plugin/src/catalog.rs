@@ -43,6 +43,36 @@ impl Catalog {
     pub fn ui_resources(&self) -> impl Iterator<Item = &Value> {
         self.resources.iter().filter(|r| is_ui_resource(r))
     }
+
+    /// Every UI the app declares (SPEC R19), without repeats: the URIs of its
+    /// `text/html;profile=mcp-app` resources, then those its tools link to.
+    pub fn declared_ui_uris(&self) -> Vec<String> {
+        let mut uris: Vec<String> = Vec::new();
+        let resources = self.ui_resources().filter_map(|r| r.get("uri").and_then(Value::as_str)).map(str::to_string);
+        let linked = self.tools.iter().filter_map(|t| t.ui_resource_uri.clone());
+        for uri in resources.chain(linked) {
+            if !uris.contains(&uri) {
+                uris.push(uri);
+            }
+        }
+        uris
+    }
+}
+
+/// Whether an app has a UI and which (`hasUi`, `uiResourceUri`): what a running app declares
+/// wins over its manifest (SPEC R19). With a catalog that declares UIs, the manifest's URI is kept
+/// when it is one of them, else the first declared one is used; without one (not running, or no
+/// UI declared) the manifest's values stand.
+pub fn ui_of(catalog: Option<&Catalog>, manifest_has_ui: bool, manifest_uri: Option<&str>) -> (bool, Option<String>) {
+    let declared = catalog.map(Catalog::declared_ui_uris).unwrap_or_default();
+    if declared.is_empty() {
+        return (manifest_has_ui, manifest_uri.map(str::to_string));
+    }
+    let uri = match manifest_uri {
+        Some(m) if declared.iter().any(|d| d == m) => m.to_string(),
+        _ => declared[0].clone(),
+    };
+    (true, Some(uri))
 }
 
 /// A resource is an MCP App UI when its MIME type is `text/html;profile=mcp-app` (compared
@@ -131,6 +161,10 @@ fn truncate(s: &str, max: usize) -> String {
 
 /// Enumerates tools (all pages), resources, resource templates and prompts — each only when the
 /// server declares the capability, so a tools-only app is not asked for prompts.
+///
+/// Only `tools/list` is essential: when it fails, so does the enumeration (and the app's start).
+/// A failing optional list (`resources/list`, `resources/templates/list`, `prompts/list`) is a
+/// warning naming app and list, and the app goes on without that list.
 pub async fn enumerate(session: &Session, app_id: &str, relaxed_schema: bool) -> Result<Catalog, UpstreamError> {
     let mut catalog = Catalog::default();
     if session.has_capability("tools") {
@@ -156,13 +190,25 @@ pub async fn enumerate(session: &Session, app_id: &str, relaxed_schema: bool) ->
         }
     }
     if session.has_capability("resources") {
-        catalog.resources = session.list_all("resources/list", "resources").await?;
-        catalog.resource_templates = session.list_all("resources/templates/list", "resourceTemplates").await?;
+        catalog.resources = optional_list(session, app_id, "resources/list", "resources").await;
+        catalog.resource_templates =
+            optional_list(session, app_id, "resources/templates/list", "resourceTemplates").await;
     }
     if session.has_capability("prompts") {
-        catalog.prompts = session.list_all("prompts/list", "prompts").await?;
+        catalog.prompts = optional_list(session, app_id, "prompts/list", "prompts").await;
     }
     Ok(catalog)
+}
+
+/// One optional list: its items, or none with a warning.
+async fn optional_list(session: &Session, app_id: &str, method: &str, key: &str) -> Vec<Value> {
+    match session.list_all(method, key).await {
+        Ok(items) => items,
+        Err(e) => {
+            tracing::warn!(app = app_id, list = method, "McpApp '{app_id}': {method} failed ({e}); continuing without it");
+            Vec::new()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -195,5 +241,26 @@ mod tests {
         assert!(flat.visible_to_model && flat.visible_to_app);
         assert!(is_ui_resource(&json!({"uri": "ui://a", "mimeType": "text/html; profile=mcp-app"})));
         assert!(!is_ui_resource(&json!({"uri": "ui://a", "mimeType": "text/html"})));
+    }
+
+    #[test]
+    fn ui_is_what_the_app_declares() {
+        let tool = |uri: Option<&str>| {
+            let meta = uri.map(|u| json!({"ui": {"resourceUri": u}})).unwrap_or(json!({}));
+            parse_tool(&json!({"name": "t", "inputSchema": {"type": "object"}, "_meta": meta}), false).unwrap()
+        };
+        let plain = Catalog { tools: vec![tool(None)], ..Default::default() };
+        assert_eq!(ui_of(Some(&plain), false, None), (false, None));
+        assert_eq!(ui_of(None, true, Some("ui://m")), (true, Some("ui://m".into())), "not running: the manifest");
+        let linked = Catalog { tools: vec![tool(Some("ui://t"))], ..Default::default() };
+        assert_eq!(ui_of(Some(&linked), false, None), (true, Some("ui://t".into())), "a tool's link alone");
+        let both = Catalog {
+            tools: vec![tool(Some("ui://t"))],
+            resources: vec![json!({"uri": "ui://r", "mimeType": "text/html;profile=mcp-app"}), json!({"uri": "x://plain"})],
+            ..Default::default()
+        };
+        assert_eq!(ui_of(Some(&both), false, None), (true, Some("ui://r".into())), "resources first");
+        assert_eq!(ui_of(Some(&both), true, Some("ui://t")), (true, Some("ui://t".into())), "the manifest's, if declared");
+        assert_eq!(ui_of(Some(&both), true, Some("ui://gone")), (true, Some("ui://r".into())));
     }
 }

@@ -46,6 +46,7 @@ pub struct EntryOverride {
     pub tool_name_prefix: Option<String>,
     pub startup_timeout_seconds: Option<u64>,
     pub request_timeout_seconds: Option<u64>,
+    pub health_check_interval_seconds: Option<u64>,
     /// Merged over the manifest's `environment`.
     pub environment: BTreeMap<String, String>,
     /// Merged over the manifest's `headers`; names are lower-cased.
@@ -302,6 +303,7 @@ fn read_entry(obj: &Map<String, Value>, field: &str) -> EntryOverride {
         tool_name_prefix: r.string("ToolNamePrefix"),
         startup_timeout_seconds: r.uint("StartupTimeoutSeconds"),
         request_timeout_seconds: r.uint("RequestTimeoutSeconds"),
+        health_check_interval_seconds: r.uint("HealthCheckIntervalSeconds"),
         environment: r.string_map("Environment").map(|m| m.into_iter().collect()).unwrap_or_default(),
         headers: headers.unwrap_or_default(),
         working_directory: r.string("WorkingDirectory"),
@@ -312,7 +314,7 @@ fn read_entry(obj: &Map<String, Value>, field: &str) -> EntryOverride {
         field,
         &[
             "Enabled", "Transport", "Command", "Arguments", "Url", "ToolNamePrefix", "StartupTimeoutSeconds",
-            "RequestTimeoutSeconds", "Environment", "Headers", "WorkingDirectory",
+            "RequestTimeoutSeconds", "HealthCheckIntervalSeconds", "Environment", "Headers", "WorkingDirectory",
         ],
     );
     entry.errors = errors;
@@ -570,12 +572,13 @@ mod tests {
     fn string_values_from_env_are_accepted() {
         let c = cfg(json!({"McpApps": {"Enabled": "true", "Entries": {"a": {
             "Enabled": "False", "StartupTimeoutSeconds": "20", "RequestTimeoutSeconds": 30,
-            "Transport": "Http", "Arguments": {"1": "y", "0": "x"}, "Environment": {"N": 5}}}}}));
+            "HealthCheckIntervalSeconds": "0", "Transport": "Http", "Arguments": {"1": "y", "0": "x"}, "Environment": {"N": 5}}}}}));
         let e = c.entry_for("a").unwrap();
         assert!(e.errors.is_empty(), "{:?}", e.errors);
         assert_eq!(e.enabled, Some(false));
         assert_eq!(e.startup_timeout_seconds, Some(20));
         assert_eq!(e.request_timeout_seconds, Some(30));
+        assert_eq!(e.health_check_interval_seconds, Some(0));
         assert_eq!(e.transport, Some(Transport::Http));
         assert_eq!(e.arguments.as_deref(), Some(&["x".to_string(), "y".to_string()][..]));
         assert_eq!(e.environment.get("N").map(String::as_str), Some("5"));

@@ -30,6 +30,7 @@ pub mod mcp_servers;
 pub mod policy;
 pub mod process;
 pub mod registry;
+pub mod ordering;
 pub mod relay;
 pub mod runtime;
 pub mod tool_bridge;

@@ -33,7 +33,9 @@ pub const DEFAULT_PROTOCOL_VERSION: &str = "2025-03-26";
 pub const DEFAULT_STARTUP_TIMEOUT_SECS: u64 = 15;
 /// Default `requestTimeoutSeconds` (every upstream request).
 pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
-/// Upper bound for both timeouts. Far beyond anything useful, but keeps `Instant + Duration`
+/// Default `healthCheckIntervalSeconds`: how often an http app is pinged (0 turns checks off).
+pub const DEFAULT_HEALTH_CHECK_INTERVAL_SECS: u64 = 5;
+/// Upper bound for both timeouts (and the health-check interval). Far beyond anything useful, but keeps `Instant + Duration`
 /// arithmetic in the runtime well away from overflow on absurd values.
 pub const MAX_TIMEOUT_SECS: u64 = 86_400;
 /// Longest accepted app id. Ids appear in URLs (`/apps/mcp/{appId}`) and registry keys.
@@ -64,6 +66,7 @@ const KNOWN_FIELDS: &[&str] = &[
     "toolNamePrefix",
     "startupTimeoutSeconds",
     "requestTimeoutSeconds",
+    "healthCheckIntervalSeconds",
     "tags",
     "capabilities",
     "metadata",
@@ -185,6 +188,9 @@ pub struct Manifest {
     pub tool_name_prefix: Option<String>,
     pub startup_timeout_seconds: u64,
     pub request_timeout_seconds: u64,
+    /// http apps only: seconds between health checks (`ping`); two failures in a row and the app
+    /// is lost (Failed, restarted with backoff). 0 disables the checks.
+    pub health_check_interval_seconds: u64,
     pub tags: Vec<String>,
     pub capabilities: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -221,6 +227,7 @@ impl Default for Manifest {
             tool_name_prefix: None,
             startup_timeout_seconds: DEFAULT_STARTUP_TIMEOUT_SECS,
             request_timeout_seconds: DEFAULT_REQUEST_TIMEOUT_SECS,
+            health_check_interval_seconds: DEFAULT_HEALTH_CHECK_INTERVAL_SECS,
             tags: Vec::new(),
             capabilities: vec!["tools".to_string()],
             metadata: None,
@@ -357,6 +364,9 @@ impl Manifest {
             tool_name_prefix: r.string("toolNamePrefix"),
             startup_timeout_seconds: r.uint("startupTimeoutSeconds").unwrap_or(DEFAULT_STARTUP_TIMEOUT_SECS),
             request_timeout_seconds: r.uint("requestTimeoutSeconds").unwrap_or(DEFAULT_REQUEST_TIMEOUT_SECS),
+            health_check_interval_seconds: r
+                .uint("healthCheckIntervalSeconds")
+                .unwrap_or(DEFAULT_HEALTH_CHECK_INTERVAL_SECS),
             tags: r.string_list("tags").unwrap_or_default(),
             capabilities: r.string_list("capabilities").unwrap_or(defaults.capabilities),
             metadata: r.object("metadata"),
@@ -424,6 +434,12 @@ impl Manifest {
         }
         validate_timeout("startupTimeoutSeconds", self.startup_timeout_seconds, &mut errors);
         validate_timeout("requestTimeoutSeconds", self.request_timeout_seconds, &mut errors);
+        if self.health_check_interval_seconds > MAX_TIMEOUT_SECS {
+            errors.push(ValidationError::new(
+                "healthCheckIntervalSeconds",
+                format!("must be at most {MAX_TIMEOUT_SECS} seconds (0 turns health checks off)"),
+            ));
+        }
         errors
     }
 
@@ -486,6 +502,9 @@ impl Manifest {
         }
         if let Some(s) = entry.request_timeout_seconds {
             m.request_timeout_seconds = s;
+        }
+        if let Some(s) = entry.health_check_interval_seconds {
+            m.health_check_interval_seconds = s;
         }
         if let Some(wd) = &entry.working_directory {
             m.working_directory = Some(wd.clone());
@@ -1073,7 +1092,8 @@ mod tests {
             "iconUrl": 1, "category": 1, "version": 1, "protocolVersion": 1, "minHostVersion": 1,
             "transport": 1, "command": 1, "arguments": "x", "workingDirectory": 1, "url": 1,
             "headers": [], "environment": "x", "hasUi": "true", "uiResourceUri": 1, "toolNamePrefix": 1,
-            "startupTimeoutSeconds": "15", "requestTimeoutSeconds": -1, "tags": {}, "capabilities": 1,
+            "startupTimeoutSeconds": "15", "requestTimeoutSeconds": -1, "healthCheckIntervalSeconds": "5",
+            "tags": {}, "capabilities": 1,
             "metadata": []
         });
         let parsed = parse(v);
@@ -1172,6 +1192,21 @@ mod tests {
         assert_eq!(fields(&errs), ["startupTimeoutSeconds"]);
         let m = parse(json!({"id": "a", "command": "x", "startupTimeoutSeconds": 20.0})).manifest;
         assert_eq!(m.startup_timeout_seconds, 20);
+    }
+
+    #[test]
+    fn health_check_interval_defaults_allows_zero_and_is_overridable() {
+        let m = parse(json!({"id": "a", "transport": "http", "url": "http://h/mcp"})).manifest;
+        assert_eq!(m.health_check_interval_seconds, DEFAULT_HEALTH_CHECK_INTERVAL_SECS);
+        let off = parse(json!({"id": "a", "transport": "http", "url": "http://h/mcp", "healthCheckIntervalSeconds": 0}));
+        assert!(off.all_errors().is_empty(), "{:?}", off.all_errors());
+        assert_eq!(off.manifest.health_check_interval_seconds, 0);
+        for bad in [json!(-1), json!("5"), json!(1.5), json!(100000)] {
+            let errs = parse(json!({"id": "a", "command": "x", "healthCheckIntervalSeconds": bad})).all_errors();
+            assert_eq!(fields(&errs), ["healthCheckIntervalSeconds"], "{bad}");
+        }
+        let e = EntryOverride { health_check_interval_seconds: Some(1), ..Default::default() };
+        assert_eq!(off.manifest.with_overrides(&e).health_check_interval_seconds, 1);
     }
 
     #[test]

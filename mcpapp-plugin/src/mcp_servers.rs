@@ -24,7 +24,7 @@ use crate::manifest::{Manifest, ValidationError};
 pub const KEY_PREFIX: &str = "mcp:";
 
 /// Fields whose values may arrive as strings from environment overrides.
-const INTEGER_FIELDS: &[&str] = &["startupTimeoutSeconds", "requestTimeoutSeconds"];
+const INTEGER_FIELDS: &[&str] = &["startupTimeoutSeconds", "requestTimeoutSeconds", "healthCheckIntervalSeconds"];
 
 /// One [`InstallState`] per configured server, keyed `mcp:{id}`, Validated or Failed with its
 /// errors (field names as `Plugins.Mcp.Servers.{id}.{Field}`).

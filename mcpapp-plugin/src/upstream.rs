@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::EventSink;
 use crate::manifest::Manifest;
 use crate::process::AppProcess;
+use crate::ordering::{OrderGate, Seq, Sequenced};
 use crate::relay::{CallRelay, Relays};
 
 /// The MCP Apps extension id and the UI MIME type (SPEC R19).
@@ -98,6 +99,8 @@ pub struct UpstreamHandler {
     events: EventSink,
     signals: mpsc::UnboundedSender<UpstreamSignal>,
     relays: Arc<Relays>,
+    /// The app's notifications are handled in the order it sent them (see `ordering.rs`).
+    order: OrderGate,
     info: InitializeRequestParams,
 }
 
@@ -127,7 +130,7 @@ impl UpstreamHandler {
         client.name = "openclaw-gateway".into();
         client.version = host_version.to_string();
         let info = InitializeRequestParams::new(gateway_client_capabilities(), client).with_protocol_version(protocol);
-        UpstreamHandler { app_id: app_id.to_string(), events, signals, relays, info }
+        UpstreamHandler { app_id: app_id.to_string(), events, signals, relays, order: OrderGate::default(), info }
     }
 }
 
@@ -184,8 +187,24 @@ impl Service<RoleClient> for UpstreamHandler {
     async fn handle_notification(
         &self,
         notification: ServerNotification,
-        _context: NotificationContext<RoleClient>,
+        context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
+        let seq = context.extensions.get::<Seq>().copied();
+        self.order.wait_turn(seq).await;
+        self.notify(notification);
+        self.order.done(seq);
+        Ok(())
+    }
+
+    fn get_info(&self) -> InitializeRequestParams {
+        self.info.clone()
+    }
+}
+
+impl UpstreamHandler {
+    /// Reports one notification: to the relayed call it belongs to, else to the host's
+    /// subscribers; list changes also to the supervisor.
+    fn notify(&self, notification: ServerNotification) {
         let signal = match &notification {
             ServerNotification::ToolListChangedNotification(_) => Some(UpstreamSignal::ToolsChanged),
             ServerNotification::ResourceListChangedNotification(_) => Some(UpstreamSignal::ResourcesChanged),
@@ -202,11 +221,6 @@ impl Service<RoleClient> for UpstreamHandler {
         if !self.relays.route_notification(&self.app_id, &message) {
             self.events.upstream_notification(&self.app_id, message);
         }
-        Ok(())
-    }
-
-    fn get_info(&self) -> InitializeRequestParams {
-        self.info.clone()
     }
 }
 
@@ -352,8 +366,9 @@ pub async fn connect_stdio(
 ) -> Result<RunningService<RoleClient, UpstreamHandler>, UpstreamError> {
     let stdout = process.stdout.take().ok_or_else(|| UpstreamError::Connect("the process has no stdout".into()))?;
     let stdin = process.stdin.take().ok_or_else(|| UpstreamError::Connect("the process has no stdin".into()))?;
+    let transport = rmcp::transport::IntoTransport::<RoleClient, std::io::Error, _>::into_transport((stdout, stdin));
     handler
-        .serve_with_lifecycle((stdout, stdin), lifecycle)
+        .serve_with_lifecycle(Sequenced::new(transport), lifecycle)
         .await
         .map_err(|e| UpstreamError::Connect(format!("MCP handshake over stdio failed: {e}")))
 }
@@ -379,7 +394,7 @@ pub async fn connect_http(
         .reinit_on_expired_session(true);
     let transport = StreamableHttpClientTransport::from_config(config);
     handler
-        .serve_with_lifecycle(transport, lifecycle)
+        .serve_with_lifecycle(Sequenced::new(transport), lifecycle)
         .await
         .map_err(|e| UpstreamError::Connect(format!("MCP handshake with {url} failed: {e}")))
 }

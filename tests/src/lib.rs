@@ -281,6 +281,9 @@ pub struct GatewayOptions {
     /// The configuration folder (relative paths of the configuration resolve against it; it is
     /// also the gateway's working folder). Default: a fresh temporary folder, deleted on drop.
     pub config_dir: Option<PathBuf>,
+    /// A command the gateway runs under, e.g. `["unshare", "--pid", "--fork"]`: the gateway's
+    /// command line is appended to it. [`GatewayProcess::pid`] is then the wrapper's pid.
+    pub wrapper: Vec<String>,
 }
 
 /// A running `gateway-host` serving HTTP on a free port of 127.0.0.1.
@@ -336,7 +339,14 @@ impl GatewayProcess {
                 .unwrap_or_else(|e| panic!("writing {}: {e}", config_path.display()));
         }
 
-        let mut cmd = Command::new(gateway_bin());
+        let mut cmd = match opts.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut cmd = Command::new(program);
+                cmd.args(args).arg(gateway_bin());
+                cmd
+            }
+            None => Command::new(gateway_bin()),
+        };
         scrub_config_env(&mut cmd);
         cmd.arg("--config").arg(&config_path);
         if let Some(module) = &opts.module {

@@ -129,6 +129,7 @@ pub async fn forward(
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     let method = message.get("method").and_then(Value::as_str).unwrap_or_default().to_string();
     let retry_state = message.pointer("/params/requestState").and_then(Value::as_str).filter(|_| modern);
+    let resumed = retry_state.is_some();
     let call = match retry_state {
         Some(token) => {
             let Some(call) = state.apps_calls.parked.take(token) else {
@@ -167,6 +168,7 @@ pub async fn forward(
         sse: accepts_sse(headers),
         active_key: key,
         questions: Vec::new(),
+        resumed,
     };
     let first = driver.step().await;
     let response = match first {
@@ -222,6 +224,9 @@ struct Driver {
     sse: bool,
     active_key: String,
     questions: Vec<String>,
+    /// The call began under an earlier request (a multi-round-trip retry): its response carries
+    /// that request's id and must carry this one's.
+    resumed: bool,
 }
 
 impl Drop for Driver {
@@ -279,6 +284,10 @@ impl Driver {
     }
 
     fn final_text(&self, result: Forwarded) -> String {
+        let result = match result {
+            Ok(Some(answer)) if self.resumed => Ok(Some(with_id(answer, &self.id))),
+            other => other,
+        };
         match result {
             Ok(Some(answer)) if self.modern => apps_mcp::adapt_result(&self.method, answer),
             Ok(Some(answer)) => answer,
@@ -291,5 +300,16 @@ impl Driver {
             )
             .to_string(),
         }
+    }
+}
+
+/// A JSON-RPC response text with its id replaced.
+fn with_id(answer: String, id: &Value) -> String {
+    match serde_json::from_str::<Value>(&answer) {
+        Ok(mut response) => {
+            response["id"] = id.clone();
+            response.to_string()
+        }
+        Err(_) => answer,
     }
 }

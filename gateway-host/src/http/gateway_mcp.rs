@@ -14,10 +14,12 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, InputRequest,
-    InputRequiredResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig,
-    ServerNotification, ServerRequest, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
+    GetTaskParams, GetTaskResult, Implementation, InputRequest, InputRequiredResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, ServerRequest, Tool,
+    UpdateTaskParams,
 };
+use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -66,6 +68,8 @@ pub struct GatewayMcp {
     /// Tool calls waiting for a multi-round-trip (2026-07-28) client's answers, shared by every
     /// session since such clients are stateless.
     parked: Arc<Parked<ToolResult>>,
+    /// Tool calls run as MCP Tasks (R43), shared by every session for the same reason.
+    tasks: Arc<TaskManager>,
 }
 
 impl ServerHandler for GatewayMcp {
@@ -75,7 +79,7 @@ impl ServerHandler for GatewayMcp {
 
     fn get_info(&self) -> ServerConfig {
         let latest = self.compatibility.versions().last().cloned().unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE);
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build())
             .with_protocol_version(latest)
             .with_server_info(
                 Implementation::new("openclaw-gateway", env!("CARGO_PKG_VERSION")).with_title("MCP App gateway"),
@@ -128,7 +132,28 @@ impl ServerHandler for GatewayMcp {
             .registry
             .module()
             .relayed(call_id, async move { registry.call_with(&name, &arguments, call_id, &meta, &extra).await });
+        // A client that declared the tasks extension gets every call as a task it can poll,
+        // answer questions of (tasks/update) and cancel (tasks/cancel).
+        if context.client_capabilities().is_some_and(|c| c.supports_tasks()) {
+            let module = self.registry.module().clone();
+            let task = self
+                .tasks
+                .spawn(TaskOptions::new(), move |task| Box::pin(async move { run_as_task(call, task, module).await }));
+            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        }
         self.drive(call, &context).await
+    }
+
+    async fn get_task(&self, request: GetTaskParams, _context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
+        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.cancel_task(&request.task_id)
     }
 
     /// Pushes `notifications/tools/list_changed` to this client for as long as it is connected.
@@ -208,6 +233,55 @@ impl GatewayMcp {
     }
 }
 
+/// A relayed call as a task: the app's questions become the task's `inputRequests` (answered
+/// through `tasks/update`), its progress messages the task's status message, and `tasks/cancel`
+/// cancels the call in the app.
+async fn run_as_task(
+    mut call: RelayedCall<ToolResult>,
+    task: TaskContext,
+    module: Arc<crate::module_host::ModuleHost>,
+) -> Result<CallToolResult, TaskExit> {
+    loop {
+        let step = tokio::select! {
+            step = call.next() => step,
+            // Dropping the call cancels it in the module, which tells the app.
+            _ = task.cancelled() => return Err(TaskExit::Cancelled),
+        };
+        match step {
+            Step::Done(result) => return Ok(to_call_tool_result(result)),
+            Step::Event(RelayEvent::Notification(message)) => {
+                if message["method"] == "notifications/progress" {
+                    let p = &message["params"];
+                    let text = match (p["message"].as_str(), p["progress"].as_f64(), p["total"].as_f64()) {
+                        (Some(m), _, _) => m.to_string(),
+                        (None, Some(done), Some(total)) => format!("{done} of {total}"),
+                        (None, Some(done), None) => format!("{done}"),
+                        _ => continue,
+                    };
+                    task.set_status_message(text);
+                }
+            }
+            Step::Event(RelayEvent::Request { key, method, params }) => {
+                let answer = match serde_json::from_value::<InputRequest>(RelayEvent::request_body(&method, &params)) {
+                    Ok(input) => {
+                        let asked = tokio::select! {
+                            a = task.request_input(key.clone(), input) => a,
+                            _ = task.cancelled() => return Err(TaskExit::Cancelled),
+                        };
+                        match asked {
+                            Ok(value) => Ok(value),
+                            Err(TaskExit::Cancelled) => return Err(TaskExit::Cancelled),
+                            Err(TaskExit::Error(e)) => Err(error_object(e.code.0 as i64, e.message.to_string())),
+                        }
+                    }
+                    Err(e) => Err(error_object(-32602, format!("'{method}' cannot be put to a task's client: {e}"))),
+                };
+                module.respond(call.call_id, &key, answer).await;
+            }
+        }
+    }
+}
+
 fn without_jsonrpc(mut message: Value) -> Value {
     if let Some(map) = message.as_object_mut() {
         map.remove("jsonrpc");
@@ -235,8 +309,29 @@ fn to_call_tool_result(result: ToolResult) -> CallToolResult {
             }
             raw["_meta"]["ui"]["resourceUri"] = json!(uri);
         }
+        // R20 on the model side: a failed call's text starts with `Error:`.
+        if raw["isError"] == true {
+            let first_text = raw["content"].as_array_mut().and_then(|c| c.iter_mut().find(|b| b["type"] == "text"));
+            match first_text {
+                Some(block) => {
+                    let text = block["text"].as_str().unwrap_or_default();
+                    if !text.starts_with("Error:") {
+                        block["text"] = json!(format!("Error: {text}"));
+                    }
+                }
+                None => {
+                    if let Some(content) = raw["content"].as_array_mut() {
+                        content.insert(0, json!({ "type": "text", "text": result.text }));
+                    }
+                }
+            }
+        }
         match serde_json::from_value::<CallToolResult>(raw) {
-            Ok(out) => return out,
+            Ok(mut out) => {
+                // 2026-07-28 clients require it; earlier ones ignore it (as for the gateway's own results).
+                out.result_type.get_or_insert(rmcp::model::ResultType::COMPLETE);
+                return out;
+            }
             Err(e) => tracing::warn!("an app's tool result does not parse as an MCP result ({e}); sending its text"),
         }
     }
@@ -292,7 +387,8 @@ pub fn service(
     compatibility: Compatibility,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<GatewayMcp, LocalSessionManager> {
-    let handler = GatewayMcp { registry, compatibility, parked: Arc::new(Parked::default()) };
+    let handler =
+        GatewayMcp { registry, compatibility, parked: Arc::new(Parked::default()), tasks: Arc::new(TaskManager::new()) };
     StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
@@ -301,4 +397,15 @@ pub fn service(
             .disable_allowed_hosts()
             .with_cancellation_token(shutdown),
     )
+}
+
+/// A session's `DELETE` is answered 200 as the transport spec has it (the Python SDK warns
+/// "Session termination failed: 202" otherwise); rmcp answers 202, so the status is mended here.
+pub async fn session_end_status(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let deleting = request.method() == axum::http::Method::DELETE;
+    let mut response = next.run(request).await;
+    if deleting && response.status() == axum::http::StatusCode::ACCEPTED {
+        *response.status_mut() = axum::http::StatusCode::OK;
+    }
+    response
 }

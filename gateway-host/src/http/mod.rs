@@ -81,11 +81,13 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         )
         .nest_service(
             "/mcp",
-            gateway_mcp::service(
-                state.tools.clone(),
-                gateway_mcp::Compatibility::from_settings(&state.settings),
-                state.shutdown.child_token(),
-            ),
+            Router::new()
+                .fallback_service(gateway_mcp::service(
+                    state.tools.clone(),
+                    gateway_mcp::Compatibility::from_settings(&state.settings),
+                    state.shutdown.child_token(),
+                ))
+                .layer(axum::middleware::from_fn(gateway_mcp::session_end_status)),
         )
         // Merge further routes above this line so that the layers below cover them.
         .layer(from_fn_with_state(state.clone(), auth::guard))

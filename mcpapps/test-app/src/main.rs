@@ -6,6 +6,8 @@
 //! Transports: stdio (default) or Streamable HTTP at `/mcp` (`--http ADDR`). Logs only go to
 //! stderr; stdout is the MCP channel in stdio mode.
 
+mod relay;
+
 use axum::serve::ListenerExt as _;
 use std::future::IntoFuture;
 use std::io::Read;
@@ -74,6 +76,13 @@ struct Cli {
     /// An environment variable the `env` tool reports (repeatable).
     #[arg(long, value_name = "VAR")]
     env_echo: Vec<String>,
+    /// Make this list answer with an error: prompts, resources or templates (repeatable).
+    #[arg(long, value_name = "LIST")]
+    fail_list: Vec<String>,
+    /// Start a sleeping grandchild process (`sleep 3600`, in this process's group) and write its
+    /// PID to this file.
+    #[arg(long, value_name = "PATH")]
+    grandchild_pid_file: Option<PathBuf>,
 }
 
 /// State shared by every session of the process.
@@ -248,6 +257,8 @@ impl TestApp {
                 })),
             ),
         ];
+        // progress, log, sample, elicit, roots, cancellable, cancellations, media (relay.rs).
+        tools.extend(relay::tools());
         for i in 0..self.shared.cli.tools_count {
             tools.push(Tool::new(format!("extra_{i}"), format!("Extra tool {i} of {name}."), no_args()));
         }
@@ -266,6 +277,14 @@ impl TestApp {
             tools.push(Tool::new(dynamic.clone(), format!("Dynamic tool {dynamic} of {name}."), no_args()));
         }
         tools
+    }
+
+    /// `--fail-list LIST`: this list answers with an internal error.
+    fn fail_list(&self, list: &str) -> Result<(), McpError> {
+        if self.shared.cli.fail_list.iter().any(|l| l == list) {
+            return Err(McpError::internal_error(format!("{list} listing fails (--fail-list {list})"), None));
+        }
+        Ok(())
     }
 
     /// A trivial tool (extra, clash, schemaless, dynamic) exists under this name.
@@ -405,6 +424,9 @@ impl ServerHandler for TestApp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if let Some(response) = relay::call(&request, &context, &self.shared.closing).await {
+            return response;
+        }
         let args = request.arguments.clone().unwrap_or_default();
         let tool = request.name.as_ref();
         let result = match tool {
@@ -499,6 +521,7 @@ impl ServerHandler for TestApp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
+        self.fail_list("resources")?;
         Ok(ListResourcesResult::with_all_items(vec![
             Resource::new(UI_URI, "app")
                 .with_title("test-app UI")
@@ -515,6 +538,7 @@ impl ServerHandler for TestApp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.fail_list("templates")?;
         Ok(ListResourceTemplatesResult::with_all_items(vec![ResourceTemplate::new(ITEM_TEMPLATE, "item")
             .with_description("An item by id.")
             .with_mime_type("text/plain")]))
@@ -544,6 +568,7 @@ impl ServerHandler for TestApp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
+        self.fail_list("prompts")?;
         Ok(ListPromptsResult::with_all_items(vec![
             Prompt::new(
                 "greet",
@@ -637,6 +662,23 @@ async fn main() {
     if let Some(path) = &cli.pid_file {
         if let Err(e) = std::fs::write(path, std::process::id().to_string()) {
             eprintln!("test-app: cannot write pid file {}: {e}", path.display());
+        }
+    }
+    if let Some(path) = &cli.grandchild_pid_file {
+        // Detached from our stdio, so it holds none of the MCP pipes; same process group.
+        match std::process::Command::new("sleep")
+            .arg("3600")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        {
+            Ok(child) => {
+                if let Err(e) = std::fs::write(path, child.id().to_string()) {
+                    eprintln!("test-app: cannot write grandchild pid file {}: {e}", path.display());
+                }
+            }
+            Err(e) => eprintln!("test-app: cannot start the grandchild: {e}"),
         }
     }
     for line in &cli.stderr_line {

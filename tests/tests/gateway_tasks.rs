@@ -1,0 +1,139 @@
+//! MCP Tasks on the gateway's `/mcp` (SPEC R43, issue 9 must-show 6), driven by the official Rust
+//! MCP client (rmcp) against the real gateway and a real app: a task-augmented call is created,
+//! polled with `tasks/get` until its result is there; a second one is cancelled with
+//! `tasks/cancel` and the app itself observes the cancellation; an app's question during a task
+//! (elicitation) surfaces as the task's `inputRequests` and is answered through `tasks/update`.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use gateway_e2e::{wait_until, GatewayProcess};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, TaskPayload, TaskStatus, UpdateTaskParams,
+};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+use support::*;
+
+fn gateway_with_test_app() -> (tempfile::TempDir, GatewayProcess) {
+    let dir = tempfile::tempdir().unwrap();
+    write_manifest(&dir.path().join("apps"), "t", &stdio_app("t", &[]));
+    let gw = GatewayProcess::start(json!({
+        "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [dir.path().join("apps")], "Allow": ["*"] } }
+    }));
+    assert!(
+        wait_until(Duration::from_secs(20), Duration::from_millis(100), || gw
+            .get_json("/tools")
+            .1
+            .to_string()
+            .contains("t.cancellable")),
+        "the test app's tools never reached the registry: {}",
+        gw.logs()
+    );
+    (dir, gw)
+}
+
+async fn tasks_client(url: &str, capabilities: Value) -> RunningService<RoleClient, InitializeRequestParams> {
+    let capabilities: ClientCapabilities = serde_json::from_value(capabilities).unwrap();
+    let info = InitializeRequestParams::new(capabilities, Implementation::new("gateway-tasks-test", "1.0.0"));
+    info.serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("connecting to /mcp")
+}
+
+fn arguments(value: Value) -> serde_json::Map<String, Value> {
+    value.as_object().cloned().unwrap()
+}
+
+async fn start_task(client: &RunningService<RoleClient, InitializeRequestParams>, tool: &str, args: Value) -> String {
+    let response = client
+        .call_tool_once(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments(args)))
+        .await
+        .expect("tools/call");
+    match response {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("a tasks client's call must become a task, got {other:?}"),
+    }
+}
+
+async fn poll_until(
+    client: &RunningService<RoleClient, InitializeRequestParams>,
+    task_id: &str,
+    done: impl Fn(&GetTaskResult) -> bool,
+) -> GetTaskResult {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = client.get_task(GetTaskParams::new(task_id.to_string())).await.expect("tasks/get");
+        if done(&got) {
+            return got;
+        }
+        assert!(Instant::now() < deadline, "task {task_id} never got there: {got:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn status(got: &GetTaskResult) -> TaskStatus {
+    got.task.task.status.clone()
+}
+
+#[test]
+fn task_augmented_calls_are_polled_cancelled_and_answered() {
+    let (_dir, gw) = gateway_with_test_app();
+    let url = gw.url("/mcp");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let caps = json!({ "elicitation": { "form": {} }, "extensions": { "io.modelcontextprotocol/tasks": {} } });
+        let client = tasks_client(&url, caps).await;
+
+        // Created, polled, completed with the app's own result.
+        let task_id = start_task(&client, "t.cancellable", json!({ "ms": 400 })).await;
+        let first = client.get_task(GetTaskParams::new(task_id.clone())).await.expect("tasks/get");
+        assert!(matches!(status(&first), TaskStatus::Working | TaskStatus::Completed), "{first:?}");
+        let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
+        let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
+        assert!(Value::Object(result.clone()).to_string().contains("cancellable finished after 400 ms"), "{result:?}");
+
+        // Cancelled: the task ends cancelled and the app saw the cancellation.
+        let before = cancellations(&url).await;
+        let task_id = start_task(&client, "t.cancellable", json!({ "ms": 30000 })).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        client.cancel_task(CancelTaskParams::new(task_id.clone())).await.expect("tasks/cancel");
+        poll_until(&client, &task_id, |t| status(t) == TaskStatus::Cancelled).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while cancellations(&url).await <= before {
+            assert!(Instant::now() < deadline, "the app never observed the cancelled task's call");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        // An app's question becomes the task's inputRequests, answered through tasks/update.
+        let task_id = start_task(&client, "t.elicit", json!({ "message": "pick one" })).await;
+        let asking = poll_until(&client, &task_id, |t| status(t) == TaskStatus::InputRequired).await;
+        let TaskPayload::InputRequired { input_requests } = &asking.task.payload else { panic!("{asking:?}") };
+        let (key, request) = input_requests.iter().next().expect("one question");
+        assert!(serde_json::to_value(request).unwrap().to_string().contains("elicitation/create"), "{request:?}");
+        let answer = json!({ "action": "accept", "content": { "name": "tasks", "color": "green", "count": 3 } });
+        client
+            .update_task(UpdateTaskParams::new(task_id.clone(), [(key.clone(), answer)].into_iter().collect()))
+            .await
+            .expect("tasks/update");
+        let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
+        let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
+        assert!(Value::Object(result.clone()).to_string().contains("green"), "{result:?}");
+
+        let _ = client.cancel().await;
+    });
+}
+
+/// How many cancellations the test app has observed (its `cancellations` tool, called by a
+/// client without the tasks extension, which gets plain results).
+async fn cancellations(url: &str) -> u64 {
+    let client = tasks_client(url, json!({})).await;
+    let result = client
+        .call_tool(CallToolRequestParams::new("t.cancellations").with_arguments(arguments(json!({}))))
+        .await
+        .expect("t.cancellations");
+    let _ = client.cancel().await;
+    result.structured_content.as_ref().and_then(|s| s["count"].as_u64()).unwrap_or(0)
+}
