@@ -87,13 +87,18 @@ fn task_augmented_calls_are_polled_cancelled_and_answered() {
         let caps = json!({ "elicitation": { "form": {} }, "extensions": { "io.modelcontextprotocol/tasks": {} } });
         let client = tasks_client(&url, caps).await;
 
-        // Created, polled, completed with the app's own result.
+        // Created, polled, completed with the app's own result — also through tasks/result, and
+        // listed by tasks/list.
         let task_id = start_task(&client, "t.cancellable", json!({ "ms": 400 })).await;
         let first = client.get_task(GetTaskParams::new(task_id.clone())).await.expect("tasks/get");
         assert!(matches!(status(&first), TaskStatus::Working | TaskStatus::Completed), "{first:?}");
+        let waited = custom(&client, "tasks/result", json!({ "taskId": task_id })).await;
+        assert!(waited.to_string().contains("cancellable finished after 400 ms"), "{waited}");
         let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
         let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
         assert!(Value::Object(result.clone()).to_string().contains("cancellable finished after 400 ms"), "{result:?}");
+        let listed = custom(&client, "tasks/list", json!({})).await;
+        assert!(listed["tasks"].to_string().contains(&task_id), "{listed}");
 
         // Cancelled: the task ends cancelled and the app saw the cancellation.
         let before = cancellations(&url).await;
@@ -136,4 +141,11 @@ async fn cancellations(url: &str) -> u64 {
         .expect("t.cancellations");
     let _ = client.cancel().await;
     result.structured_content.as_ref().and_then(|s| s["count"].as_u64()).unwrap_or(0)
+}
+
+/// A request rmcp's client has no typed helper for, answered as raw JSON.
+async fn custom(client: &RunningService<RoleClient, InitializeRequestParams>, method: &str, params: Value) -> Value {
+    let request = rmcp::model::ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(method.to_string(), Some(params)));
+    let result = client.send_request(request).await.unwrap_or_else(|e| panic!("{method}: {e}"));
+    serde_json::to_value(result).unwrap()
 }

@@ -17,7 +17,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
     GetTaskParams, GetTaskResult, Implementation, InputRequest, InputRequiredResult, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, ServerRequest, Tool,
-    UpdateTaskParams,
+    TaskPayload, UpdateTaskParams,
 };
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
@@ -70,7 +70,12 @@ pub struct GatewayMcp {
     parked: Arc<Parked<ToolResult>>,
     /// Tool calls run as MCP Tasks (R43), shared by every session for the same reason.
     tasks: Arc<TaskManager>,
+    /// Ids of the tasks created, newest last, for `tasks/list` (the task manager keeps no list).
+    task_ids: Arc<parking_lot::Mutex<std::collections::VecDeque<String>>>,
 }
+
+/// How many task ids `tasks/list` remembers.
+const LISTED_TASKS: usize = 1000;
 
 impl ServerHandler for GatewayMcp {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -139,6 +144,11 @@ impl ServerHandler for GatewayMcp {
             let task = self
                 .tasks
                 .spawn(TaskOptions::new(), move |task| Box::pin(async move { run_as_task(call, task, module).await }));
+            let mut ids = self.task_ids.lock();
+            ids.push_back(task.task_id.clone());
+            while ids.len() > LISTED_TASKS {
+                ids.pop_front();
+            }
             return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
         }
         self.drive(call, &context).await
@@ -154,6 +164,46 @@ impl ServerHandler for GatewayMcp {
 
     async fn cancel_task(&self, request: CancelTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
         self.tasks.cancel_task(&request.task_id)
+    }
+
+    /// The earlier (2025-11-25) Tasks methods beside the revision's: `tasks/result` waits for a
+    /// task's result, `tasks/list` lists the tasks still kept.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        let params = request.params.unwrap_or(Value::Null);
+        match request.method.as_str() {
+            "tasks/result" => {
+                let Some(task_id) = params["taskId"].as_str() else {
+                    return Err(ErrorData::invalid_params("tasks/result needs a string taskId", None));
+                };
+                loop {
+                    match self.tasks.get_task(task_id)?.payload {
+                        TaskPayload::Completed { result } => return Ok(rmcp::model::CustomResult(Value::Object(result))),
+                        TaskPayload::Failed { error } => {
+                            let message = error.get("message").and_then(Value::as_str).unwrap_or("the task failed").to_string();
+                            return Err(ErrorData::internal_error(message, Some(Value::Object(error))));
+                        }
+                        TaskPayload::Cancelled => {
+                            return Err(ErrorData::invalid_request(format!("task {task_id} was cancelled"), None));
+                        }
+                        _ => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+                    }
+                }
+            }
+            "tasks/list" => {
+                let ids: Vec<String> = self.task_ids.lock().iter().cloned().collect();
+                let tasks: Vec<Value> = ids
+                    .iter()
+                    .filter_map(|id| self.tasks.get_task(id).ok())
+                    .filter_map(|t| serde_json::to_value(&t.task).ok())
+                    .collect();
+                Ok(rmcp::model::CustomResult(json!({ "tasks": tasks })))
+            }
+            other => Err(ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {other}"), None)),
+        }
     }
 
     /// Pushes `notifications/tools/list_changed` to this client for as long as it is connected.
@@ -387,8 +437,13 @@ pub fn service(
     compatibility: Compatibility,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<GatewayMcp, LocalSessionManager> {
-    let handler =
-        GatewayMcp { registry, compatibility, parked: Arc::new(Parked::default()), tasks: Arc::new(TaskManager::new()) };
+    let handler = GatewayMcp {
+        registry,
+        compatibility,
+        parked: Arc::new(Parked::default()),
+        tasks: Arc::new(TaskManager::new()),
+        task_ids: Default::default(),
+    };
     StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
