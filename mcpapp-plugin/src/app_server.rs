@@ -284,7 +284,7 @@ impl AppServer {
                 (service, process)
             }
         };
-        let session = Session { service, request_timeout: Duration::from_secs(manifest.request_timeout_seconds) };
+        let session = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds));
         let catalog = catalog::enumerate(&session, &self.key, self.ctx.relaxed_schema).await?;
         let live = Live {
             session,
@@ -347,6 +347,10 @@ impl AppServer {
             }
         };
         live.close_with(lost.as_deref().unwrap_or("the app was stopped"));
+        if lost.is_none() {
+            // An orderly stop: the session ends before the process does.
+            live.session.shut(STOP_GRACE).await;
+        }
         if let Some(p) = process.as_mut() {
             p.terminate(STOP_GRACE).await;
         }

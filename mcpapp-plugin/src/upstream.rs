@@ -18,7 +18,7 @@ use rmcp::model::{
     ProtocolVersion, ServerNotification, ServerRequest,
 };
 use rmcp::service::{
-    ClientLifecycleMode, ClientServiceExt as _, InboundStreamOrigin, NotificationContext, PeerRequestOptions,
+    ClientLifecycleMode, ClientServiceExt as _, InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions,
     RequestContext, RoleClient, RunningService, Service, ServiceError,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -224,13 +224,20 @@ impl UpstreamHandler {
     }
 }
 
-/// A live session to one app, plus the process behind it when the gateway launched one.
+/// A live session to one app.
 pub struct Session {
-    pub service: RunningService<RoleClient, UpstreamHandler>,
+    peer: Peer<RoleClient>,
+    /// Taken out by [`Session::shut`], which waits for the session's end (an http app is told
+    /// to forget it) — so the service lives behind a lock while requests use the peer.
+    service: parking_lot::Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
     pub request_timeout: Duration,
 }
 
 impl Session {
+    pub fn new(service: RunningService<RoleClient, UpstreamHandler>, request_timeout: Duration) -> Session {
+        Session { peer: service.peer().clone(), service: parking_lot::Mutex::new(Some(service)), request_timeout }
+    }
+
     /// Sends one request and returns the raw JSON result, bounded by the request timeout.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, UpstreamError> {
         self.send(method, params, None, None, None).await
@@ -260,7 +267,7 @@ impl Session {
         let request = typed_request(method, params);
         let timeout = timeout.unwrap_or(self.request_timeout);
         let options = PeerRequestOptions::with_timeout(timeout);
-        let peer = self.service.peer();
+        let peer = &self.peer;
         let handle = peer
             .send_request_with_option(request, options)
             .await
@@ -307,7 +314,7 @@ impl Session {
 
     /// The server's self-description from the handshake, as JSON.
     pub fn server_info(&self) -> Value {
-        self.service.peer().peer_info().map(|i| serde_json::to_value(&*i).unwrap_or(Value::Null)).unwrap_or(Value::Null)
+        self.peer.peer_info().map(|i| serde_json::to_value(&*i).unwrap_or(Value::Null)).unwrap_or(Value::Null)
     }
 
     pub fn has_capability(&self, name: &str) -> bool {
@@ -316,12 +323,24 @@ impl Session {
 
     /// The session ended: cancelled, or its transport closed (the service loop is gone).
     pub fn is_closed(&self) -> bool {
-        self.service.is_closed() || self.service.peer().is_transport_closed()
+        self.service.lock().as_ref().is_none_or(|s| s.is_closed()) || self.peer.is_transport_closed()
     }
 
-    /// Ends the session (idempotent).
+    /// Ends the session (idempotent) without waiting.
     pub fn close(&self) {
-        self.service.cancellation_token().cancel();
+        if let Some(service) = self.service.lock().as_ref() {
+            service.cancellation_token().cancel();
+        }
+    }
+
+    /// Ends the session and waits (up to `grace`) until it has: over Streamable HTTP that
+    /// includes the `DELETE` that lets the app forget it, so an orderly stop does not kill a
+    /// launched app while rmcp is still saying goodbye to it.
+    pub async fn shut(&self, grace: Duration) {
+        let service = self.service.lock().take();
+        if let Some(mut service) = service {
+            let _ = service.close_with_timeout(grace).await;
+        }
     }
 }
 

@@ -305,20 +305,27 @@ fn a_launched_http_app_that_stops_answering_is_restarted() {
     eprintln!("hung app noticed after {noticed:?}");
 }
 
-/// Must-show 8: an http app that takes 2 s to listen starts without an ERROR (or rmcp WARN) line.
+/// Must-show 8: an http app that takes 2 s to listen starts without an ERROR (or rmcp WARN) line,
+/// and an orderly stop of the gateway ends its session before its process (no "fail to delete
+/// session" ERROR from a DELETE sent to an app already killed).
 #[test]
-fn a_slow_http_start_logs_no_error() {
+fn a_slow_http_start_and_an_orderly_stop_log_no_error() {
     let dir = tempfile::tempdir().unwrap();
     write_manifest(&dir.path().join("apps"), "slow", &http_app("slow", &["--startup-delay-ms", "2000"]));
     let started = Instant::now();
-    let gw = GatewayProcess::start(config_for(dir.path()));
+    let mut gw = GatewayProcess::start(config_for(dir.path()));
     assert!(wait_state(&gw, "slow", "running", Duration::from_secs(30)), "{}", gw.logs());
     assert!(started.elapsed() >= Duration::from_secs(2));
     std::thread::sleep(Duration::from_millis(500));
-    let noisy: Vec<String> = gw
-        .log_lines()
-        .into_iter()
-        .filter(|l| l.contains("ERROR") || (l.contains("WARN") && (l.contains("rmcp") || l.contains("slow"))))
-        .collect();
-    assert!(noisy.is_empty(), "a slow start logged:\n{}\n--- all ---\n{}", noisy.join("\n"), gw.logs());
+    let noisy = |gw: &GatewayProcess| -> Vec<String> {
+        gw.log_lines()
+            .into_iter()
+            .filter(|l| l.contains("ERROR") || (l.contains("WARN") && (l.contains("rmcp") || l.contains("slow"))))
+            .collect()
+    };
+    let at_start = noisy(&gw);
+    assert!(at_start.is_empty(), "a slow start logged:\n{}\n--- all ---\n{}", at_start.join("\n"), gw.logs());
+    assert!(gw.terminate().is_some(), "the gateway stops on SIGTERM");
+    let at_stop = noisy(&gw);
+    assert!(at_stop.is_empty(), "an orderly stop logged:\n{}\n--- all ---\n{}", at_stop.join("\n"), gw.logs());
 }
