@@ -31,6 +31,7 @@ import {
   waitRunning,
   writeManifest,
 } from "./lib/gateway.mjs";
+import { autoAnswer } from "./lib/grocery-harness.mjs";
 
 /** A call that the relay should answer quickly: a missing relay must fail the test, not hang it. */
 const CALL_TIMEOUT_MS = 15_000;
@@ -448,19 +449,6 @@ describe("relay: GroceryInventory's guided tools complete with an elicitation-ca
     assert.equal(res.status, 200, `GET ${path}`);
     return res.json();
   };
-  /** Answers each form: the given value for a field, else the first option / true / a number. */
-  const answer = (overrides) => (request) => {
-    const schema = request.params.requestedSchema ?? { properties: {} };
-    const content = {};
-    for (const [name, prop] of Object.entries(schema.properties ?? {})) {
-      if (name in overrides) content[name] = overrides[name];
-      else if (prop.oneOf) content[name] = prop.oneOf[0].const;
-      else if (prop.enum) content[name] = prop.enum[0];
-      else if (prop.type === "integer" || prop.type === "number") content[name] = 12;
-      else if (prop.type === "boolean") content[name] = true;
-    }
-    return { action: "accept", content };
-  };
 
   for (const g of GROCERY) {
     test(`${g.name}: guided_stock_count records the count, visible over REST`, async () => {
@@ -470,7 +458,7 @@ describe("relay: GroceryInventory's guided tools complete with an elicitation-ca
       const client = await connect(g.url(), {
         elicit: (request) => {
           asked.push(request.params);
-          return answer({ storeId: String(g.storeId), productId: String(g.productId), countedQuantity: g.counted, confirm: true })(request);
+          return autoAnswer({ storeId: String(g.storeId), productId: String(g.productId), countedQuantity: g.counted, confirm: true })(request);
         },
       });
       try {
@@ -495,7 +483,7 @@ describe("relay: GroceryInventory's guided tools complete with an elicitation-ca
       const client = await connect(g.url(), {
         elicit: (request) => {
           asked.push(request.params);
-          return answer({ storeId: "1", urgency: "urgent", notes: `relay via ${g.name}`, confirm: true })(request);
+          return autoAnswer({ storeId: "1", urgency: "urgent", notes: `relay via ${g.name}`, confirm: true })(request);
         },
       });
       try {

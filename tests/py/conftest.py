@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -114,14 +115,12 @@ class Gateway:
                 self.process.wait()
 
 
-@pytest.fixture(scope="session")
-def gateway():
-    folder = Path(tempfile.mkdtemp(prefix="gateway-py-"))
+@contextlib.contextmanager
+def gateway_with_apps(prefix: str, manifests: dict[str, dict]):
+    """A gateway (open on loopback) running these apps, by id; stopped and cleaned up after."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     apps = folder / "apps"
-    for app_id, manifest in {
-        "grocery-inventory": grocery_manifest(),
-        "echo": {"id": "echo", "version": "1.0.0", "transport": "stdio", "command": str(TEST_APP_BIN), "toolNamePrefix": "echo."},
-    }.items():
+    for app_id, manifest in manifests.items():
         (apps / app_id).mkdir(parents=True)
         (apps / app_id / "openclaw.mcpapp.json").write_text(json.dumps(manifest, indent=2))
     config = {
@@ -130,11 +129,34 @@ def gateway():
     }
     gw = Gateway(config, folder)
     try:
-        gw.wait_running(["grocery-inventory", "echo"])
+        gw.wait_running(list(manifests))
         yield gw
     finally:
         gw.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+async def all_tool_names(client) -> list[str]:
+    """Every tool name a client is offered, all pages."""
+    names, cursor = [], None
+    while True:
+        page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+        names.extend(t.name for t in page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return names
+
+
+@pytest.fixture(scope="session")
+def gateway():
+    with gateway_with_apps(
+        "gateway-py-",
+        {
+            "grocery-inventory": grocery_manifest(),
+            "echo": {"id": "echo", "version": "1.0.0", "transport": "stdio", "command": str(TEST_APP_BIN), "toolNamePrefix": "echo."},
+        },
+    ) as gw:
+        yield gw
 
 
 @pytest.fixture

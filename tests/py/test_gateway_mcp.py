@@ -11,6 +11,8 @@ import pytest
 
 from mcp import Client
 
+from conftest import all_tool_names
+
 pytestmark = pytest.mark.anyio
 
 
@@ -22,13 +24,7 @@ def text_of(result) -> str:
 async def test_gateway_mcp_lists_and_calls_tools(gateway, mode, version):
     async with Client(gateway.url("/mcp"), mode=mode) as client:
         assert client.protocol_version == version, client.protocol_version
-        names, cursor = [], None
-        while True:
-            page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
-            names.extend(t.name for t in page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        names = await all_tool_names(client)
         assert "grocery.get_stores" in names and "echo.echo" in names and "gateway.apps" in names, names
         assert "grocery.refresh_dashboard_data" not in names, "app-only tools are not offered to the model"
         assert "echo.app_only" not in names

@@ -19,13 +19,9 @@ from __future__ import annotations
 
 import re
 import secrets
-import shutil
 import subprocess
-import tempfile
 import threading
-import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import anyio
 import mcp_types as types
@@ -33,7 +29,7 @@ import pytest
 
 from mcp import Client
 
-from conftest import TEST_APP_BIN, Gateway, free_port
+from conftest import TEST_APP_BIN, all_tool_names, free_port, gateway_with_apps
 
 pytestmark = pytest.mark.anyio
 
@@ -97,7 +93,6 @@ def direct_app():
 @pytest.fixture(scope="module")
 def relay_gateway():
     """A gateway with the test app twice: `t` over stdio and `th` over http."""
-    folder = Path(tempfile.mkdtemp(prefix="gateway-py-relay-"))
     port = free_port()
     common = {"version": "1.0.0", "startupTimeoutSeconds": 20, "requestTimeoutSeconds": 30}
     manifests = {
@@ -112,20 +107,8 @@ def relay_gateway():
             **common,
         },
     }
-    for app_id, manifest in manifests.items():
-        (folder / "apps" / app_id).mkdir(parents=True)
-        (folder / "apps" / app_id / "openclaw.mcpapp.json").write_text(json.dumps(manifest, indent=2))
-    config = {
-        "Gateway": {"AuthTokenEnv": "GATEWAY_PY_TOKEN_NOT_SET"},
-        "OpenClaw": {"McpApps": {"Enabled": True, "DiscoveryPaths": [str(folder / "apps")], "Allow": ["*"]}},
-    }
-    gw = Gateway(config, folder)
-    try:
-        gw.wait_running(["t", "th"])
+    with gateway_with_apps("gateway-py-relay-", manifests) as gw:
         yield gw
-    finally:
-        gw.stop()
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 ENDPOINT_IDS = ["direct", "apps-mcp-stdio", "mcp-http"]
@@ -158,13 +141,7 @@ async def check_offered(client: Client, target: tuple[Endpoint, str], tool: str)
     ep, mode = target
     expected = "2026-07-28" if mode == "auto" else "2025-11-25"
     assert client.protocol_version == expected, f"harness: {mode} negotiated {client.protocol_version} at {ep.name}"
-    names, cursor = [], None
-    while True:
-        page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
-        names.extend(t.name for t in page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            break
+    names = await all_tool_names(client)
     assert ep.prefix + tool in names, f"harness: {ep.prefix + tool} is not offered at {ep.name}: {names}"
 
 

@@ -423,12 +423,12 @@ fn json_body(value: &Value) -> Body {
     Body::from(value.to_string())
 }
 
-fn json_raw(text: String) -> Body {
+pub(super) fn json_raw(text: String) -> Body {
     Body::from(text)
 }
 
 /// A JSON response, echoing the client's `Mcp-Session-Id` when it sent one.
-fn finish(request_headers: &HeaderMap, status: StatusCode, body: Body) -> Response {
+pub(super) fn finish(request_headers: &HeaderMap, status: StatusCode, body: Body) -> Response {
     let mut response = Response::new(body);
     *response.status_mut() = status;
     if status != StatusCode::ACCEPTED {
@@ -445,7 +445,7 @@ pub(super) fn sse_response(request_headers: &HeaderMap, messages: Vec<String>) -
     response
 }
 
-fn echo_session(request_headers: &HeaderMap, response: &mut Response) {
+pub(super) fn echo_session(request_headers: &HeaderMap, response: &mut Response) {
     if let Some(id) = request_headers.get(MCP_SESSION_ID) {
         response.headers_mut().insert(MCP_SESSION_ID, id.clone());
     }

@@ -19,8 +19,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::body::Body;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use host_abi::AbiError;
@@ -134,7 +133,7 @@ pub async fn forward(
         Some(token) => {
             let Some(call) = state.apps_calls.parked.take(token) else {
                 let error = rpc_error(&id, -32602, "unknown or expired requestState", None);
-                return json_response(headers, error.to_string());
+                return apps_mcp::finish(headers, StatusCode::OK, apps_mcp::json_raw(error.to_string()));
             };
             if let Some(responses) = message.pointer("/params/inputResponses").and_then(Value::as_object) {
                 for (key, answer) in responses {
@@ -171,9 +170,9 @@ pub async fn forward(
         resumed,
     };
     let first = driver.step().await;
-    let response = match first {
+    let mut response = match first {
         Out::Final(text) if apps_mcp::wants_sse(headers) => return apps_mcp::sse_response(headers, vec![text]),
-        Out::Final(text) => return json_response(headers, text),
+        Out::Final(text) => return apps_mcp::finish(headers, StatusCode::OK, apps_mcp::json_raw(text)),
         Out::Message(text) => {
             let rest = futures::stream::unfold(Some(driver), |driver| async move {
                 let mut driver = driver?;
@@ -189,19 +188,7 @@ pub async fn forward(
             Sse::new(events).into_response()
         }
     };
-    with_session_echo(headers, response)
-}
-
-fn json_response(headers: &HeaderMap, text: String) -> Response {
-    let mut response = Response::new(Body::from(text));
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    with_session_echo(headers, response)
-}
-
-fn with_session_echo(headers: &HeaderMap, mut response: Response) -> Response {
-    if let Some(id) = headers.get("mcp-session-id") {
-        response.headers_mut().insert("mcp-session-id", id.clone());
-    }
+    apps_mcp::echo_session(headers, &mut response);
     response
 }
 
