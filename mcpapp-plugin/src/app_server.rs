@@ -465,15 +465,90 @@ impl AppServer {
                 }
                 _ = live.closing.cancelled() => return Err(CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }),
             };
-            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                return Ok(result);
+            match result.get("resultType").and_then(Value::as_str) {
+                Some("input_required") => {
+                    params = Some(self.answer_input_requests(method, params, &result, relay, cancel).await?)
+                }
+                Some("task") => return self.drive_task(&live, method, &result, relay, cancel).await,
+                _ => return Ok(result),
             }
-            params = Some(self.answer_input_requests(method, params, &result, relay, cancel).await?);
         }
         Err(CallError::Lost {
             app: self.key.clone(),
             reason: format!("'{method}' still asked for input after {MAX_INPUT_ROUNDS} rounds"),
         })
+    }
+
+    /// An app that runs the request as a task (MCP Tasks, SEP-2663 — the gateway declares the
+    /// extension to apps) is driven to its end on the caller's behalf: polled with `tasks/get`,
+    /// its questions put to the caller and answered with `tasks/update`, cancelled with
+    /// `tasks/cancel` when the caller cancels; the caller sees the task's result as the result.
+    async fn drive_task(
+        &self,
+        live: &Live,
+        method: &str,
+        created: &Value,
+        relay: Option<&CallRelay>,
+        cancel: &CancellationToken,
+    ) -> Result<Value, CallError> {
+        let failed = |reason: String| CallError::Lost { app: self.key.clone(), reason };
+        let Some(task_id) = created.get("taskId").and_then(Value::as_str).map(str::to_string) else {
+            return Err(failed(format!("'{method}' became a task without a taskId")));
+        };
+        let interval = Duration::from_millis(created.get("pollIntervalMs").and_then(Value::as_u64).unwrap_or(500).clamp(20, 5000));
+        let id = json!({ "taskId": task_id });
+        let upstream = |source| CallError::Upstream { app: self.key.clone(), source };
+        let mut answered = std::collections::HashSet::new();
+        loop {
+            let task = live.session.send("tasks/get", Some(id.clone()), None, None, None).await.map_err(upstream)?;
+            match task.get("status").and_then(Value::as_str).unwrap_or_default() {
+                "completed" => return Ok(task.get("result").cloned().unwrap_or_else(|| json!({}))),
+                "failed" => {
+                    let error = task.get("error").cloned().unwrap_or(Value::Null);
+                    return Err(upstream(UpstreamError::Remote {
+                        code: error.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32,
+                        message: error.get("message").and_then(Value::as_str).unwrap_or("the app's task failed").to_string(),
+                        data: error.get("data").cloned(),
+                    }));
+                }
+                "cancelled" => return Err(failed(format!("the app cancelled the task running '{method}'"))),
+                "input_required" => {
+                    let requests = task.get("inputRequests").and_then(Value::as_object).cloned().unwrap_or_default();
+                    let fresh: serde_json::Map<String, Value> =
+                        requests.into_iter().filter(|(key, _)| !answered.contains(key)).collect();
+                    if !fresh.is_empty() {
+                        let asked = json!({ "inputRequests": fresh });
+                        let answers = self.answer_input_requests(method, None, &asked, relay, cancel).await;
+                        let answers = match answers {
+                            Ok(a) => a,
+                            Err(e) => {
+                                self.cancel_task(live, &id).await;
+                                return Err(e);
+                            }
+                        };
+                        answered.extend(fresh.keys().cloned());
+                        let update = json!({ "taskId": task_id, "inputResponses": answers["inputResponses"] });
+                        live.session.send("tasks/update", Some(update), None, None, None).await.map_err(upstream)?;
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = cancel.cancelled() => {
+                    self.cancel_task(live, &id).await;
+                    return Err(CallError::Cancelled { app: self.key.clone() });
+                }
+                _ = live.closing.cancelled() => return Err(failed(live.closing_reason())),
+            }
+        }
+    }
+
+    async fn cancel_task(&self, live: &Live, id: &Value) {
+        if let Err(e) = live.session.send("tasks/cancel", Some(id.clone()), None, None, None).await {
+            tracing::debug!(app = %self.key, "cancelling the app's task {id} failed: {e}");
+        }
     }
 
     /// Puts an `InputRequiredResult`'s questions to the caller; returns the params to retry with.

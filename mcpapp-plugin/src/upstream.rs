@@ -104,15 +104,19 @@ pub struct UpstreamHandler {
     info: InitializeRequestParams,
 }
 
-/// What the gateway declares to apps: the MCP Apps UI extension, and sampling, elicitation (form
-/// and URL) and roots — it offers them on behalf of whichever client a request comes from, and
+/// What the gateway declares to apps: the MCP Apps UI extension, MCP Tasks, and sampling,
+/// elicitation (form and URL) and roots — it offers them on behalf of whichever client a request comes from, and
 /// refuses them per request when that client cannot (SPEC R42).
 fn gateway_client_capabilities() -> ClientCapabilities {
     serde_json::from_value(json!({
         "sampling": {},
         "elicitation": { "form": {}, "url": {} },
         "roots": { "listChanged": false },
-        "extensions": { UI_EXTENSION_ID: { "mimeTypes": [UI_MIME_TYPE] } },
+        "extensions": {
+            UI_EXTENSION_ID: { "mimeTypes": [UI_MIME_TYPE] },
+            // Apps may run calls as tasks; the gateway drives them for its callers (app_server.rs).
+            rmcp::model::TASKS_EXTENSION_ID: {},
+        },
     }))
     .unwrap_or_default()
 }

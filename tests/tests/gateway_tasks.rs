@@ -3,6 +3,8 @@
 //! polled with `tasks/get` until its result is there; a second one is cancelled with
 //! `tasks/cancel` and the app itself observes the cancellation; an app's question during a task
 //! (elicitation) surfaces as the task's `inputRequests` and is answered through `tasks/update`.
+//! And the other way round: an app that runs calls as tasks itself is driven through them for
+//! clients that know nothing of tasks (polled, its questions relayed, cancelled).
 
 mod support;
 
@@ -134,11 +136,15 @@ fn task_augmented_calls_are_polled_cancelled_and_answered() {
 /// How many cancellations the test app has observed (its `cancellations` tool, called by a
 /// client without the tasks extension, which gets plain results).
 async fn cancellations(url: &str) -> u64 {
+    cancellations_of(url, "t").await
+}
+
+async fn cancellations_of(url: &str, app: &str) -> u64 {
     let client = tasks_client(url, json!({})).await;
     let result = client
-        .call_tool(CallToolRequestParams::new("t.cancellations").with_arguments(arguments(json!({}))))
+        .call_tool(CallToolRequestParams::new(format!("{app}.cancellations")).with_arguments(arguments(json!({}))))
         .await
-        .expect("t.cancellations");
+        .expect("cancellations");
     let _ = client.cancel().await;
     result.structured_content.as_ref().and_then(|s| s["count"].as_u64()).unwrap_or(0)
 }
@@ -148,4 +154,74 @@ async fn custom(client: &RunningService<RoleClient, InitializeRequestParams>, me
     let request = rmcp::model::ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(method.to_string(), Some(params)));
     let result = client.send_request(request).await.unwrap_or_else(|e| panic!("{method}: {e}"));
     serde_json::to_value(result).unwrap()
+}
+
+/// A client without the tasks extension that answers forms (colour green).
+#[derive(Clone)]
+struct FormFiller;
+
+impl rmcp::ClientHandler for FormFiller {
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(json!({ "action": "accept", "content": { "name": "app-task", "color": "green", "count": 2 } }))
+            .unwrap())
+    }
+
+    fn get_info(&self) -> InitializeRequestParams {
+        let capabilities: ClientCapabilities = serde_json::from_value(json!({ "elicitation": { "form": {} } })).unwrap();
+        InitializeRequestParams::new(capabilities, Implementation::new("gateway-app-tasks-test", "1.0.0"))
+    }
+}
+
+#[test]
+fn an_app_that_runs_calls_as_tasks_is_driven_through_them() {
+    let dir = tempfile::tempdir().unwrap();
+    write_manifest(&dir.path().join("apps"), "k", &stdio_app("k", &["--tasks"]));
+    let gw = GatewayProcess::start(json!({
+        "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [dir.path().join("apps")], "Allow": ["*"] } }
+    }));
+    assert!(
+        wait_until(Duration::from_secs(20), Duration::from_millis(100), || gw.get_json("/tools").1.to_string().contains("k.elicit")),
+        "{}",
+        gw.logs()
+    );
+    let url = gw.url("/mcp");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let client = FormFiller.serve(StreamableHttpClientTransport::from_uri(url.clone())).await.expect("connecting to /mcp");
+        let call = |name: &str, args: Value| CallToolRequestParams::new(name.to_string()).with_arguments(arguments(args));
+
+        // Polled to its end: the caller gets the task's result as a plain result.
+        let done = client.call_tool(call("k.cancellable", json!({ "ms": 300 }))).await.expect("k.cancellable");
+        let text = serde_json::to_value(&done.content).unwrap().to_string();
+        assert!(text.contains("cancellable finished after 300 ms (as a task)"), "{text}");
+
+        // The task's question reaches the caller, whose answer goes back through tasks/update.
+        let done = client.call_tool(call("k.elicit", json!({}))).await.expect("k.elicit");
+        let text = serde_json::to_value(&done.content).unwrap().to_string();
+        assert!(text.contains("green") && text.contains("(as a task)"), "{text}");
+
+        // The caller's cancel becomes tasks/cancel: the app observes it.
+        let before = cancellations_of(&url, "k").await;
+        let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(call(
+            "k.cancellable",
+            json!({ "ms": 30000 }),
+        )));
+        let handle = client
+            .peer()
+            .send_cancellable_request(request, rmcp::service::PeerRequestOptions::no_options())
+            .await
+            .expect("k.cancellable sent");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        handle.cancel(Some("test cancels".into())).await.expect("cancel sent");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while cancellations_of(&url, "k").await <= before {
+            assert!(Instant::now() < deadline, "the app never saw its task cancelled: {}", gw.logs());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let _ = client.cancel().await;
+    });
 }

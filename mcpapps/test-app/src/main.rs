@@ -7,6 +7,7 @@
 //! stderr; stdout is the MCP channel in stdio mode.
 
 mod relay;
+mod tasks;
 
 use axum::serve::ListenerExt as _;
 use std::future::IntoFuture;
@@ -73,6 +74,10 @@ struct Cli {
     /// (nextCursor). 0 turns pagination off.
     #[arg(long, value_name = "N", default_value_t = 10)]
     page_size: usize,
+    /// Serve the MCP Tasks extension: `cancellable` and `elicit` run as tasks for clients that
+    /// declare it (see tasks.rs).
+    #[arg(long)]
+    tasks: bool,
     /// An environment variable the `env` tool reports (repeatable).
     #[arg(long, value_name = "VAR")]
     env_echo: Vec<String>,
@@ -98,6 +103,8 @@ struct Shared {
     /// Cancelled when stdin reaches EOF (stdio) or on SIGTERM: long tool calls end at once so
     /// that shutdown does not wait for them.
     closing: CancellationToken,
+    /// Tasks of `--tasks` mode.
+    tasks: rmcp::task_manager::TaskManager,
 }
 
 /// Stdin that cancels a token when it reaches end of file.
@@ -343,16 +350,18 @@ fn str_arg<'a>(args: &'a JsonObject, name: &str) -> Option<&'a str> {
 #[allow(deprecated)]
 impl ServerHandler for TestApp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_logging()
-                .enable_completions()
-                .enable_prompts()
-                .enable_resources()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        if self.shared.cli.tasks {
+            capabilities.extensions.get_or_insert_with(Default::default).insert(TASKS_EXTENSION_ID.to_string(), JsonObject::new());
+        }
+        ServerConfig::new(capabilities)
         .with_server_info(Implementation::new(self.name().to_string(), env!("CARGO_PKG_VERSION")))
         .with_instructions("Test app for the MCP App gateway's end-to-end tests.")
     }
@@ -424,6 +433,11 @@ impl ServerHandler for TestApp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        if self.shared.cli.tasks && context.client_capabilities().is_some_and(|c| c.supports_tasks()) {
+            if let Some(response) = tasks::call(&self.shared.tasks, &request, &context) {
+                return Ok(response);
+            }
+        }
         if let Some(response) = relay::call(&request, &context, &self.shared.closing).await {
             return response;
         }
@@ -621,6 +635,18 @@ impl ServerHandler for TestApp {
         Ok(CompleteResult::new(CompletionInfo::new(values).map_err(|e| McpError::internal_error(e, None))?))
     }
 
+    async fn get_task(&self, request: GetTaskParams, _context: RequestContext<RoleServer>) -> Result<GetTaskResult, McpError> {
+        Ok(GetTaskResult::new(self.shared.tasks.get_task(&request.task_id)?))
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.shared.tasks.update_task(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        self.shared.tasks.cancel_task(&request.task_id)
+    }
+
     async fn set_level(&self, _request: SetLevelRequestParams, _context: RequestContext<RoleServer>) -> Result<(), McpError> {
         Ok(())
     }
@@ -729,6 +755,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         tool_changes,
         legacy_peers: Mutex::new(Vec::new()),
         closing: CancellationToken::new(),
+        tasks: rmcp::task_manager::TaskManager::new(),
     });
 
     let Some(addr) = http else {
