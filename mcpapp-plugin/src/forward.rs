@@ -116,7 +116,8 @@ pub async fn forward(
         }
     }
     let params = params.filter(|p| !p.is_null());
-    let relay = core.relays.register(call_id, app_id, extra_json, params.as_ref(), &core.events);
+    let meta = params.as_ref().and_then(|p| p.get("_meta"));
+    let relay = core.relays.register(call_id, app_id, extra_json, meta, &core.events);
     Some(match app.request(method, params, cancel, relay.as_ref().map(|r| &*r.call)).await {
         Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
         Err(CallError::NotRunning { app, state }) => error_response(

@@ -241,14 +241,9 @@ impl ModuleInstance for Instance {
         self.call("call_tool", move |core| async move {
             let app = core.app(request.app_id.as_str())?;
             let (cancel, _guard) = core.track(request.call_id);
-            let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok().filter(Value::is_object);
-            let relay = core.relays.register(
-                request.call_id,
-                &app.key,
-                request.extra_json.as_str(),
-                meta.map(|m| json!({ "_meta": m })).as_ref(),
-                &core.events,
-            );
+            let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
+            let relay =
+                core.relays.register(request.call_id, &app.key, request.extra_json.as_str(), meta.as_ref(), &core.events);
             Ok(crate::tool_bridge::call(
                 &app,
                 request.tool_name.as_str(),

@@ -144,13 +144,13 @@ impl Drop for RelayGuard {
 
 impl Relays {
     /// Registers a call that opted in through `extra_json` (`{"relay": {"clientCapabilities"}}`);
-    /// `None` when it did not. `params` are the request's params (for the caller's progress token).
+    /// `None` when it did not. `meta` is the request's `_meta` (the caller's progress token).
     pub fn register(
         self: &Arc<Self>,
         call_id: u64,
         app_id: &str,
         extra_json: &str,
-        params: Option<&Value>,
+        meta: Option<&Value>,
         events: &EventSink,
     ) -> Option<RelayGuard> {
         let extra: Value = serde_json::from_str(extra_json).ok()?;
@@ -159,8 +159,7 @@ impl Relays {
             call_id,
             app_id: app_id.to_string(),
             client_capabilities: relay.get("clientCapabilities").cloned().unwrap_or(Value::Null),
-            client_progress_token: params
-                .and_then(|p| p.get("_meta"))
+            client_progress_token: meta
                 .and_then(|m| m.get("progressToken"))
                 .filter(|t| t.is_string() || t.is_number())
                 .cloned(),
