@@ -226,11 +226,6 @@ impl ModuleHost {
         }
     }
 
-    /// Cancels a call in the module (and upstream) by its id.
-    pub fn cancel(&self, call_id: u64) -> bool {
-        self.instance.cancel(call_id)
-    }
-
     pub async fn reload(&self) -> Result<Value, AbiError> {
         let report = self.instance.reload().await.into_result()?;
         Ok(serde_json::from_str(report.as_str()).unwrap_or(Value::Null))

@@ -300,6 +300,11 @@ pub mod relay {
     pub const RESPOND: &str = "call.respond";
     /// The key in a request's `extra_json` that opts it into relaying.
     pub const EXTRA_KEY: &str = "relay";
+    /// The client capability each server-to-client request needs: a caller that did not declare
+    /// it cannot be asked (the module answers the app with an error; a 2026-07-28 endpoint
+    /// refuses the call with "missing required client capability").
+    pub const REQUEST_CAPABILITIES: &[(&str, &str)] =
+        &[("sampling/createMessage", "sampling"), ("elicitation/create", "elicitation"), ("roots/list", "roots")];
 }
 
 /// Implemented by the host, called by the module from any of its threads. Must not block.

@@ -114,12 +114,7 @@ fn call_ended(method: &str) -> ErrorData {
 
 /// The client capability a server-to-client request needs.
 pub fn capability_for(method: &str) -> Option<&'static str> {
-    match method {
-        "sampling/createMessage" => Some("sampling"),
-        "elicitation/create" => Some("elicitation"),
-        "roots/list" => Some("roots"),
-        _ => None,
-    }
+    host_abi::relay::REQUEST_CAPABILITIES.iter().find(|(m, _)| *m == method).map(|(_, capability)| *capability)
 }
 
 /// The relayed calls of one module instance.

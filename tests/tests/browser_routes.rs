@@ -58,24 +58,53 @@ fn send(request: RequestBuilder) -> Reply {
     Reply { status, headers, text }
 }
 
-/// POST a raw body to `/apps/mcp/{app}{query}`.
-fn post_raw(gw: &GatewayProcess, app_and_query: &str, body: &str) -> Reply {
-    send(
-        gw.client()
-            .post(gw.url(&format!("/apps/mcp/{app_and_query}")))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string()),
-    )
+/// POST a raw body to `/apps/mcp/{app}{query}`, as an initialize-era client of `session`
+/// (`""`: none yet).
+fn post_raw(gw: &GatewayProcess, app_and_query: &str, session: &str, body: &str) -> Reply {
+    let mut request = gw
+        .client()
+        .post(gw.url(&format!("/apps/mcp/{app_and_query}")))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if !session.is_empty() {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+    }
+    send(request.body(body.to_string()))
 }
 
-/// One JSON-RPC request → its response object.
-fn rpc(gw: &GatewayProcess, app_and_query: &str, method: &str, params: Value) -> Value {
-    let reply = post_raw(gw, app_and_query, &json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string());
+/// The JSON-RPC message with `id` in a reply, whether it came as JSON or as an SSE stream.
+fn message_with_id(reply: &Reply, id: &Value) -> Value {
+    if reply.header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
+        reply
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|m| &m["id"] == id)
+            .unwrap_or_else(|| panic!("no message with id {id} in {}", reply.text))
+    } else {
+        reply.json()
+    }
+}
+
+/// Opens an initialize-era session at `/apps/mcp/{app}` (the handshake, then `initialized`).
+fn open_session(gw: &GatewayProcess, app: &str, version: &str) -> (String, Value) {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+    let reply = post_raw(gw, app, "", &init.to_string());
+    assert_eq!(reply.status, 200, "initialize: {}", reply.text);
+    let session = reply.header("mcp-session-id").unwrap_or_else(|| panic!("no Mcp-Session-Id: {}", reply.text));
+    let result = message_with_id(&reply, &json!(0));
+    let done = post_raw(gw, app, &session, &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+    assert_eq!(done.status, 202, "{}", done.text);
+    (session, result)
+}
+
+/// One JSON-RPC request in `session` → its response object.
+fn rpc(gw: &GatewayProcess, app_and_query: &str, session: &str, method: &str, params: Value) -> Value {
+    let reply = post_raw(gw, app_and_query, session, &json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string());
     assert_eq!(reply.status, 200, "{method}: {}", reply.text);
-    let value = reply.json();
-    assert_eq!(value["id"], 7, "{value}");
-    value
+    message_with_id(&reply, &json!(7))
 }
 
 fn wait_running(gw: &GatewayProcess, id: &str) {
@@ -135,35 +164,39 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     assert_eq!(t["transport"], "stdio");
     assert_eq!(t["hasUi"], true);
 
-    // initialize is answered by the gateway; the version is negotiated.
-    let init = rpc(&gw, "t", "initialize", json!({"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}));
+    // initialize is answered by the gateway (rmcp's session machinery); the version is negotiated.
+    let (session, init) = open_session(&gw, "t", "2025-03-26");
     assert_eq!(init["result"]["protocolVersion"], "2025-03-26", "{init}");
     assert!(init["result"]["serverInfo"]["name"].as_str().unwrap().contains('t'), "{init}");
     assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
     assert!(init["result"]["capabilities"]["resources"].is_object(), "{init}");
-    let init = rpc(&gw, "t", "initialize", json!({"protocolVersion": "2099-01-01", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}));
+    let (_, init) = open_session(&gw, "t", "2099-01-01");
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
-    let discover = rpc(&gw, "t", "server/discover", json!({}));
-    assert!(discover["result"]["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")), "{discover}");
-    assert!(discover["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string(), "{discover}");
-
-    // Notifications: 202, no body. A session id is echoed, not required.
-    let reply = send(
+    // server/discover needs no session (2026-07-28 is stateless).
+    let discover = send(
         gw.client()
             .post(gw.url("/apps/mcp/t"))
             .header("content-type", "application/json")
-            .header("mcp-session-id", "abc-123")
-            .body(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string()),
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "server/discover")
+            .body(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}}}).to_string()),
     );
-    assert_eq!(reply.status, 202, "{}", reply.text);
-    assert!(reply.text.is_empty());
-    assert_eq!(reply.header("mcp-session-id").as_deref(), Some("abc-123"));
+    let discover = message_with_id(&discover, &json!(1));
+    assert!(discover["result"]["supportedVersions"].as_array().unwrap().contains(&json!("2026-07-28")), "{discover}");
+    assert_eq!(discover["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "gateway-host/t", "{discover}");
+
+    // An initialize-era request without a session is refused: the session carries the client's
+    // capabilities and the stream the app's questions ride on.
+    let reply = post_raw(&gw, "t", "", &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string());
+    assert_eq!(reply.status, 400, "{}", reply.text);
 
     // tools/list passes through unfiltered and unprefixed (pages and all).
     let mut names: Vec<String> = Vec::new();
     let mut params = json!({});
     loop {
-        let page = rpc(&gw, "t", "tools/list", params);
+        let page = rpc(&gw, "t", &session, "tools/list", params);
         names.extend(page["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()));
         match page["result"]["nextCursor"].as_str() {
             Some(cursor) => params = json!({ "cursor": cursor }),
@@ -177,102 +210,94 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     assert!(!names.iter().any(|n| n.starts_with("t.")), "{names:?}");
 
     // sessionId injection (Must show 3): the upstream app sees it in _meta.
-    let meta = rpc(&gw, "t?sessionId=browser-session-42", "tools/call", json!({"name": "echo_meta", "arguments": {}}));
+    let meta = rpc(&gw, "t?sessionId=browser-session-42", &session, "tools/call", json!({"name": "echo_meta", "arguments": {}}));
     assert_eq!(meta["result"]["structuredContent"]["sessionId"], "browser-session-42", "{meta}");
-    let meta = rpc(&gw, "t?sessionId=s2", "tools/call", json!({"name": "echo_meta", "arguments": {}, "_meta": {"progressToken": 5}}));
+    let meta = rpc(&gw, "t?sessionId=s2", &session, "tools/call", json!({"name": "echo_meta", "arguments": {}, "_meta": {"progressToken": 5}}));
     assert_eq!(meta["result"]["structuredContent"]["sessionId"], "s2", "{meta}");
 
     // Visibility: app-only callable, model-only refused.
-    let ok = rpc(&gw, "t", "tools/call", json!({"name": "app_only", "arguments": {}}));
+    let ok = rpc(&gw, "t", &session, "tools/call", json!({"name": "app_only", "arguments": {}}));
     assert_eq!(ok["result"]["content"][0]["text"], "app only", "{ok}");
-    let refused = rpc(&gw, "t", "tools/call", json!({"name": "model_only", "arguments": {}}));
+    let refused = rpc(&gw, "t", &session, "tools/call", json!({"name": "model_only", "arguments": {}}));
     assert!(refused["error"]["message"].as_str().unwrap().contains("not visible to apps"), "{refused}");
 
     // A large UI resource passes intact.
-    let read = rpc(&gw, "t", "resources/read", json!({"uri": "ui://test-app/app.html"}));
+    let read = rpc(&gw, "t", &session, "resources/read", json!({"uri": "ui://test-app/app.html"}));
     let html = read["result"]["contents"][0]["text"].as_str().unwrap();
     assert!(html.len() >= 3072 * 1024, "{} bytes", html.len());
     assert!(html.trim_end().ends_with("</html>"), "{}", &html[html.len() - 200..]);
 
-    // Batches: one answer per request, none for notifications.
-    let reply = post_raw(
-        &gw,
-        "t",
-        &json!([
-            {"jsonrpc": "2.0", "id": "a", "method": "ping"},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}
-        ])
-        .to_string(),
-    );
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    let batch = reply.json();
-    let batch = batch.as_array().unwrap();
-    assert_eq!(batch.len(), 2, "{batch:?}");
-    assert!(batch.iter().any(|r| r["id"] == "a" && r["result"].is_object()));
-    assert!(batch.iter().any(|r| r["id"] == "b" && r["result"]["content"][0]["text"] == "echo: hi"));
-
-    // SSE when the client accepts only the stream.
+    // A client must accept both JSON and the event stream (Streamable HTTP).
     let reply = send(
         gw.client()
             .post(gw.url("/apps/mcp/t"))
             .header("content-type", "application/json")
             .header("accept", "text/event-stream")
+            .header("mcp-session-id", &session)
             .body(json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string()),
     );
-    assert_eq!(reply.status, 200);
-    assert!(reply.header("content-type").unwrap().starts_with("text/event-stream"));
-    let data = reply.text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or_else(|| panic!("{}", reply.text));
-    assert_eq!(serde_json::from_str::<Value>(data).unwrap(), json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+    assert_eq!(reply.status, 406, "{}", reply.text);
 
-    // Malformed input (Must show 6): JSON-RPC errors, HTTP 400 when nothing could be answered.
-    for (body, code) in [("{not json", -32700), ("", -32700), ("[]", -32600), ("42", -32600)] {
-        let reply = post_raw(&gw, "t", body);
+    // Malformed input (Must show 6): JSON-RPC errors with HTTP 400, nothing could be answered;
+    // batches left MCP in 2025-06-18 and are refused by name.
+    for (body, code, says) in [
+        ("{not json", -32700, "Parse error"),
+        ("", -32700, "Parse error"),
+        ("[]", -32600, "batches"),
+        (r#"[{"jsonrpc":"2.0","id":"a","method":"ping"}]"#, -32600, "batches"),
+        ("42", -32600, "Invalid Request"),
+        (r#"{"jsonrpc":"2.0","id":3}"#, -32600, "Invalid Request"),
+    ] {
+        let reply = post_raw(&gw, "t", &session, body);
         assert_eq!(reply.status, 400, "{body}: {}", reply.text);
         assert_eq!(reply.json()["error"]["code"], code, "{body}: {}", reply.text);
-        assert_eq!(reply.json()["id"], Value::Null);
+        assert!(reply.json()["error"]["message"].as_str().unwrap().contains(says), "{body}: {}", reply.text);
     }
-    let reply = post_raw(&gw, "t", r#"{"jsonrpc":"2.0","id":3}"#);
-    assert_eq!(reply.json()["error"]["code"], -32600, "{}", reply.text);
-    let unknown_method = rpc(&gw, "t", "sampling/createMessage", json!({}));
+    let unknown_method = rpc(&gw, "t", &session, "sampling/createMessage", json!({}));
     assert_eq!(unknown_method["error"]["code"], -32601, "{unknown_method}");
-    let reply = post_raw(&gw, "t", &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(6_000_000)));
+    let reply = post_raw(&gw, "t", &session, &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(6_000_000)));
     assert_eq!(reply.status, 413, "{}", &reply.text[..reply.text.len().min(300)]);
     assert!(reply.json()["error"]["message"].as_str().unwrap().contains("exceeds"));
 
-    // Unknown and not-running apps: errors naming the app and its state.
-    for method in ["initialize", "tools/list", "tools/call"] {
-        let e = rpc(&gw, "nope", method, json!({"name": "echo", "protocolVersion": "2025-06-18"}));
+    // Unknown and not-running apps: errors naming the app and its state (the session was opened
+    // at a running app; the URL picks the app for each request).
+    for method in ["tools/list", "tools/call"] {
+        let e = rpc(&gw, "nope", &session, method, json!({"name": "echo"}));
         assert_eq!(e["error"]["code"], -32002, "{method}: {e}");
         assert!(e["error"]["message"].as_str().unwrap().contains("'nope'"), "{e}");
         assert_eq!(e["error"]["data"]["appId"], "nope");
     }
+    let init_nope = post_raw(&gw, "nope", "", &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}).to_string());
+    let e = message_with_id(&init_nope, &json!(0));
+    assert_eq!(e["error"]["code"], -32002, "{e}");
     assert_eq!(app_state(&gw, "off"), "disabled");
-    for method in ["initialize", "tools/list", "resources/read"] {
-        let e = rpc(&gw, "off", method, json!({"uri": "ui://x", "protocolVersion": "2025-06-18"}));
+    for method in ["tools/list", "resources/read"] {
+        let e = rpc(&gw, "off", &session, method, json!({"uri": "ui://x"}));
         assert_eq!(e["error"]["code"], -32002, "{method}: {e}");
         assert_eq!(e["error"]["data"], json!({"appId": "off", "state": "disabled"}), "{e}");
         assert!(e["error"]["message"].as_str().unwrap().contains("disabled"), "{e}");
     }
     assert!(wait_until(Duration::from_secs(30), Duration::from_millis(200), || app_state(&gw, "dead") == "failed"));
     // (It may be retrying by now: any state but running.)
-    for method in ["tools/list", "initialize"] {
-        let e = rpc(&gw, "dead", method, json!({}));
-        assert_eq!(e["error"]["data"]["appId"], "dead", "{e}");
-        assert!(e["error"]["data"]["state"].as_str().is_some_and(|s| s != "running"), "{e}");
-    }
+    let e = rpc(&gw, "dead", &session, "tools/list", json!({}));
+    assert_eq!(e["error"]["data"]["appId"], "dead", "{e}");
+    assert!(e["error"]["data"]["state"].as_str().is_some_and(|s| s != "running"), "{e}");
 
-    // DELETE: no session to end.
-    let reply = send(gw.client().delete(gw.url("/apps/mcp/t")));
-    assert_eq!(reply.status, 405);
+    // DELETE ends the session; it is gone afterwards.
+    let reply = send(gw.client().delete(gw.url("/apps/mcp/t")).header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25"));
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = post_raw(&gw, "t", &session, &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}).to_string());
+    assert_eq!(reply.status, 404, "{}", reply.text);
 
     // And the gateway keeps serving.
     assert_eq!(gw.get("/healthz").0, 200);
-    let again = rpc(&gw, "t", "tools/call", json!({"name": "echo", "arguments": {"text": "still here"}}));
+    let (session, _) = open_session(&gw, "t", "2025-11-25");
+    let again = rpc(&gw, "t", &session, "tools/call", json!({"name": "echo", "arguments": {"text": "still here"}}));
     assert_eq!(again["result"]["content"][0]["text"], "echo: still here");
 }
 
-/// Upstream notifications reach a client holding the GET stream open (R32).
+/// Upstream notifications reach an initialize-era client on its session's GET stream (R32).
 #[test]
 fn upstream_notifications_reach_the_sse_stream() {
     use std::io::Read;
@@ -280,11 +305,18 @@ fn upstream_notifications_reach_the_sse_stream() {
     write_manifest(&dir.path().join("apps"), "n", &stdio_app("n", &[]));
     let gw = GatewayProcess::start(config(dir.path(), json!({}), json!({})));
     wait_running(&gw, "n");
-    let unknown = send(gw.client().get(gw.url("/apps/mcp/nope")).header("accept", "text/event-stream"));
-    assert_eq!(unknown.status, 404);
+    let (session, _) = open_session(&gw, "n", "2025-11-25");
+    let no_session = send(gw.client().get(gw.url("/apps/mcp/n")).header("accept", "text/event-stream"));
+    assert_eq!(no_session.status, 400, "{}", no_session.text);
 
     let stream_client = Client::builder().timeout(Duration::from_secs(20)).no_proxy().build().unwrap();
-    let mut stream = stream_client.get(gw.url("/apps/mcp/n")).header("accept", "text/event-stream").send().unwrap();
+    let mut stream = stream_client
+        .get(gw.url("/apps/mcp/n"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .unwrap();
     assert_eq!(stream.status().as_u16(), 200);
     assert!(stream.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     // Reading happens on a thread; the notification is triggered once the stream is open.
@@ -300,7 +332,7 @@ fn upstream_notifications_reach_the_sse_stream() {
         seen
     });
     std::thread::sleep(Duration::from_millis(300));
-    let added = rpc(&gw, "n", "tools/call", json!({"name": "add_tool", "arguments": {"name": "fresh"}}));
+    let added = rpc(&gw, "n", &session, "tools/call", json!({"name": "add_tool", "arguments": {"name": "fresh"}}));
     assert!(added["result"].is_object(), "{added}");
     let seen = reader.join().unwrap();
     assert!(seen.contains("notifications/tools/list_changed"), "stream got: {seen}");
@@ -423,7 +455,7 @@ fn auth_matrix_opens_exactly_the_specified_cells() {
                         for path in ["/apps/health", "/healthz", "/apps/mcp/none"] {
                             cells += 1;
                             let reply = request_with(&t, path, cred, &cookie, forwarded);
-                            // The apps_mcp GET for an unknown app answers 404 once through auth.
+                            // Once through auth, the apps_mcp GET answers 400 (no session), never 401/403.
                             let admitted = reply.status != 401 && reply.status != 403;
                             let want = expected_open(bind, always, allow_query, cred);
                             if admitted != want {
@@ -577,7 +609,7 @@ fn cors_preflight_from_allowed_and_disallowed_origins() {
         assert!(ok.status == 204 || ok.status == 200, "{origin}: {} {}", ok.status, ok.text);
         assert_eq!(ok.header("access-control-allow-origin").as_deref(), Some(origin));
         let allowed = ok.header("access-control-allow-headers").unwrap().to_ascii_lowercase();
-        for h in ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id"] {
+        for h in ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name"] {
             assert!(allowed.contains(h), "{allowed} lacks {h}");
         }
         let methods = ok.header("access-control-allow-methods").unwrap();
@@ -598,9 +630,10 @@ fn cors_preflight_from_allowed_and_disallowed_origins() {
             .bearer_auth(TOKEN)
             .header("origin", "https://allowed.example")
             .header("content-type", "application/json")
-            .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}"#),
     );
-    assert_eq!(allowed.status, 200);
+    assert_eq!(allowed.status, 200, "{}", allowed.text);
     assert_eq!(allowed.header("access-control-allow-origin").as_deref(), Some("https://allowed.example"));
     assert!(allowed.header("access-control-expose-headers").unwrap().to_ascii_lowercase().contains("mcp-session-id"));
     let unauth = send(gw.client().get(gw.url("/apps/health")).header("origin", "https://allowed.example"));

@@ -1,503 +1,550 @@
 //! `/apps/mcp/{appId}`: an MCP Streamable HTTP endpoint over one app's gateway-managed upstream
-//! session (SPEC R32), for the app's UI in a browser (and any MCP client).
+//! session (SPEC R32), for the app's UI in a browser and any MCP client.
 //!
-//! Stateless: the gateway answers `initialize` and `server/discover` itself from what it knows of
-//! the app, so no `Mcp-Session-Id` is needed (one sent is echoed back and otherwise ignored), any
-//! replica can answer any request, and every other request is forwarded through the module's
-//! `forward` call, which enforces the method allowlist, the `app` visibility of `tools/call` and
-//! the `?sessionId=` → `params._meta.sessionId` injection.
+//! The endpoint is rmcp's Streamable HTTP server — the same machinery that serves `/mcp` — with
+//! [`AppsMcp`], a proxy handler, behind it. So framing, headers, status codes, version
+//! negotiation, the 2026-07-28 per-request `_meta` rules, the methods each revision removed and
+//! `subscriptions/listen` come from the protocol library for both endpoints. What is the
+//! gateway's own:
 //!
-//! HTTP status conventions (consistent across the endpoint):
-//! - 200 with a JSON-RPC response (or array for a batch) for every request that reached JSON-RPC
-//!   processing — including JSON-RPC errors such as an unknown app or a method not forwarded.
-//! - 202 with an empty body when the POST held only notifications or responses.
-//! - 400 with a JSON-RPC error (`id: null`) when the body is not JSON (-32700) or not a JSON-RPC
-//!   message or batch at all (-32600): nothing in it could be answered individually.
-//! - 413 with a JSON-RPC error when the body exceeds `Gateway.MaxRequestBytes` (default 16 MiB).
-//! - `GET` opens an SSE stream of the app's upstream notifications; `DELETE` answers 405 (there
-//!   is no session to end).
+//! - which app: the route puts an [`AppTarget`] (path `appId`, `?sessionId=`) on the HTTP request;
+//!   the handler reads it from the request parts rmcp hands it;
+//! - the handshake is answered from what the gateway knows of the app (it must be Running);
+//! - every other request is forwarded through the module, which enforces the method allowlist,
+//!   the `app` visibility of `tools/call` and the `?sessionId=` → `params._meta.sessionId`
+//!   injection; results and errors pass as the app sent them;
+//! - the relay (`mcp_relay.rs`): what the app sends during a request reaches the client.
 //!
-//! Responses are `application/json` unless the client accepts `text/event-stream` but not JSON,
-//! in which case the same messages are sent as one SSE stream.
+//! 2026-07-28 clients are served statelessly (any replica answers any request). Initialize-era
+//! clients get an rmcp session (`Mcp-Session-Id`), which carries their capabilities and the
+//! stream on which the app's questions and change notifications reach them.
 
-use std::convert::Infallible;
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
-use axum::body::{Body, Bytes};
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::extract::{Path, RawQuery, Request, State};
 use axum::response::{IntoResponse, Response};
-use futures::stream::{self, StreamExt};
-use host_abi::event_kind;
+use host_abi::{event_kind, AbiError};
+use parking_lot::Mutex;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
+    GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, ServerNotification,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use rmcp::{ErrorData, ServerHandler};
+use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
-use super::apps_relay;
 use super::auth::query_param;
+use super::gateway_mcp::{server_config, Compatibility};
+use super::mcp_relay::{self, Outcome};
 use super::GatewayState;
 use crate::module_host::ModuleHost;
+use crate::relay::Parked;
 use crate::serve::GATEWAY_VERSION;
 
 /// Request bodies larger than this are refused with 413 unless `Gateway.MaxRequestBytes` says otherwise.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
-/// Initialize-era protocol revisions the endpoint speaks, oldest first.
-pub const INITIALIZE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-/// The discover-first revision (answered through `server/discover`).
-pub const DISCOVER_VERSION: &str = "2026-07-28";
+/// JSON-RPC error code for an unknown or not-Running app (the module uses the same).
+const APP_UNAVAILABLE: i32 = -32002;
 
-const MCP_SESSION_ID: &str = "mcp-session-id";
+/// What a forwarded request came back as: the app's JSON-RPC response text.
+type Forwarded = Result<Option<String>, AbiError>;
 
-/// JSON-RPC error codes (the module uses the same for forwarded calls).
-mod code {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const INTERNAL_ERROR: i64 = -32603;
-    pub const APP_UNAVAILABLE: i64 = -32002;
+/// The app a request is for, put on the HTTP request by the route.
+#[derive(Debug, Clone)]
+pub struct AppTarget {
+    pub app_id: String,
+    /// The browser's `?sessionId=` (the chat session), injected into `tools/call`'s `_meta`.
+    pub session_id: String,
 }
 
-pub(super) fn rpc_error(id: &Value, code: i64, message: impl Into<String>, data: Option<Value>) -> Value {
-    let mut error = json!({ "code": code, "message": message.into() });
-    if let Some(d) = data {
-        error["data"] = d;
-    }
-    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+/// The proxy handler behind `/apps/mcp/{appId}`.
+#[derive(Clone)]
+pub struct AppsMcp {
+    module: Arc<ModuleHost>,
+    compatibility: Compatibility,
+    /// Calls waiting for a 2026-07-28 client's next round (shared: such clients are stateless).
+    parked: Arc<Parked<Forwarded>>,
+    /// Resource URIs subscribed upstream for `subscriptions/listen` streams, with how many
+    /// streams want each, so the last one to go unsubscribes.
+    resource_subscriptions: Arc<Mutex<HashMap<(String, String), usize>>>,
 }
 
-/// `POST /apps/mcp/{appId}`.
-pub async fn post(
+/// The `/apps/mcp/{appId}` service.
+pub fn service(
+    module: Arc<ModuleHost>,
+    compatibility: Compatibility,
+    max_request_bytes: usize,
+    shutdown: CancellationToken,
+) -> StreamableHttpService<AppsMcp, LocalSessionManager> {
+    let handler = AppsMcp {
+        module,
+        compatibility,
+        parked: Arc::new(Parked::default()),
+        resource_subscriptions: Default::default(),
+    };
+    StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        server_config(shutdown, max_request_bytes),
+    )
+}
+
+/// Every method of `/apps/mcp/{appId}`: the target goes on the request, rmcp does the rest.
+pub async fn handle(
     State(state): State<Arc<GatewayState>>,
     Path(app_id): Path<String>,
     RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    mut request: Request,
 ) -> Response {
     let session_id = query_param(query.as_deref(), "sessionId").unwrap_or_default();
-    let sse = wants_sse(&headers);
-    let body = match body {
-        Ok(b) => b,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            let limit = max_request_bytes(&state);
-            return finish(
-                &headers,
-                StatusCode::PAYLOAD_TOO_LARGE,
-                json_body(&rpc_error(
-                    &Value::Null,
-                    code::INVALID_REQUEST,
-                    format!("request body exceeds {limit} bytes (Gateway.MaxRequestBytes)"),
-                    None,
-                )),
-            );
-        }
-        Err(rejection) => {
-            let message = format!("cannot read the request body: {rejection}");
-            return finish(&headers, StatusCode::BAD_REQUEST, json_body(&rpc_error(&Value::Null, code::INVALID_REQUEST, message, None)));
-        }
-    };
-    let message: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => {
-            let error = rpc_error(&Value::Null, code::PARSE_ERROR, format!("Parse error: {e}"), None);
-            return finish(&headers, StatusCode::BAD_REQUEST, json_body(&error));
-        }
-    };
-    let module = &state.module;
-    let header_version = headers.get("mcp-protocol-version").and_then(|v| v.to_str().ok());
-    match message {
-        Value::Array(items) if items.is_empty() => {
-            let error = rpc_error(&Value::Null, code::INVALID_REQUEST, "Invalid Request: empty batch", None);
-            finish(&headers, StatusCode::BAD_REQUEST, json_body(&error))
-        }
-        Value::Array(items) => {
-            let answers = futures::future::join_all(items.iter().map(|m| handle(module, &app_id, m, &session_id, header_version))).await;
-            let answers: Vec<String> = answers.into_iter().flatten().collect();
-            if answers.is_empty() {
-                return finish(&headers, StatusCode::ACCEPTED, Body::empty());
-            }
-            if sse {
-                return sse_response(&headers, answers);
-            }
-            finish(&headers, StatusCode::OK, json_raw(format!("[{}]", answers.join(","))))
-        }
-        Value::Object(_) => {
-            if let Some(response) = apps_relay::take_client_message(&state, &message, &headers, &session_id).await {
-                return response;
-            }
-            let method = message.get("method").and_then(Value::as_str);
-            if message.get("id").is_some() && method.is_some_and(|m| m != "initialize" && m != "server/discover") {
-                let modern = is_discover_era(&message, header_version);
-                return apps_relay::forward(&state, &app_id, &message, &headers, &session_id, modern).await;
-            }
-            let mut response = match handle(module, &app_id, &message, &session_id, header_version).await {
-                None => return finish(&headers, StatusCode::ACCEPTED, Body::empty()),
-                Some(answer) if sse => sse_response(&headers, vec![answer]),
-                Some(answer) => finish(&headers, StatusCode::OK, json_raw(answer)),
-            };
-            // An initialize-era client declares its capabilities only here: the session id
-            // carries them to every later request (see apps_relay.rs).
-            if method == Some("initialize") && !headers.contains_key(MCP_SESSION_ID) {
-                let capabilities = message.pointer("/params/capabilities").cloned().unwrap_or(Value::Null);
-                if let Ok(value) = HeaderValue::from_str(&apps_relay::issue_session(&capabilities)) {
-                    response.headers_mut().insert(MCP_SESSION_ID, value);
-                }
-            }
-            response
-        }
-        _ => {
-            let error = rpc_error(&Value::Null, code::INVALID_REQUEST, "Invalid Request: expected a JSON-RPC object or array", None);
-            finish(&headers, StatusCode::BAD_REQUEST, json_body(&error))
-        }
-    }
+    request.extensions_mut().insert(AppTarget { app_id, session_id });
+    state.apps_mcp.handle(request).await.into_response()
 }
 
-/// One JSON-RPC message → its response as JSON text, or `None` for notifications and responses.
-async fn handle(
-    module: &Arc<ModuleHost>,
-    app_id: &str,
-    message: &Value,
-    session_id: &str,
-    header_version: Option<&str>,
-) -> Option<String> {
-    let Some(object) = message.as_object() else {
-        return Some(rpc_error(&Value::Null, code::INVALID_REQUEST, "Invalid Request: not an object", None).to_string());
-    };
-    let id = object.get("id").cloned();
-    let method = object.get("method").and_then(Value::as_str);
-    let (Some(method), Some(id)) = (method, id) else {
-        // Notifications (initialized, cancelled…) and responses concern this stateless endpoint
-        // only; the upstream session is the gateway's own and has its own handshake.
-        if method.is_none() && !object.contains_key("result") && !object.contains_key("error") {
-            let id = object.get("id").cloned().unwrap_or(Value::Null);
-            return Some(rpc_error(&id, code::INVALID_REQUEST, "Invalid Request: no method", None).to_string());
-        }
-        return None;
-    };
-    match method {
-        "initialize" | "server/discover" => {
-            if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-                return Some(rpc_error(&id, code::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", None).to_string());
-            }
-            let app = match running_app(module, app_id).await {
-                Ok(app) => app,
-                Err(error) => return Some(with_id(error, &id).to_string()),
-            };
-            let result = if method == "initialize" {
-                let requested = object.get("params").and_then(|p| p.get("protocolVersion")).and_then(Value::as_str);
-                initialize_result(&app, requested)
-            } else {
-                discover_result(&app)
-            };
-            Some(json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string())
-        }
-        _ => match module.forward(app_id, &strip_envelope(message), session_id).await {
-            Ok(Some(answer)) if is_discover_era(message, header_version) => Some(adapt_result(method, answer)),
-            Ok(answer) => answer,
-            Err(e) => Some(
-                rpc_error(&id, code::INTERNAL_ERROR, format!("forwarding to McpApp '{app_id}' failed: {e}"), Some(json!({ "appId": app_id })))
-                    .to_string(),
-            ),
-        },
-    }
-}
-
-/// `_meta` keys a discover-first (2026-07-28) client stamps on every request in place of the
-/// initialize handshake. They describe the client's connection to *this* endpoint; the upstream
-/// session is the gateway's own, negotiated at its own revision, and an upstream would refuse a
-/// request claiming a revision it did not negotiate. So they are dropped before forwarding.
-const ENVELOPE_META_KEYS: &[&str] = &[
-    "io.modelcontextprotocol/protocolVersion",
-    "io.modelcontextprotocol/clientInfo",
-    "io.modelcontextprotocol/clientCapabilities",
-    "io.modelcontextprotocol/logLevel",
-];
-
-pub(super) fn strip_envelope(message: &Value) -> std::borrow::Cow<'_, Value> {
-    let stamped = message["params"]["_meta"]
-        .as_object()
-        .is_some_and(|meta| ENVELOPE_META_KEYS.iter().any(|k| meta.contains_key(*k)));
-    if !stamped {
-        return std::borrow::Cow::Borrowed(message);
-    }
-    let mut message = message.clone();
-    if let Some(params) = message.get_mut("params").and_then(Value::as_object_mut) {
-        if let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) {
-            for key in ENVELOPE_META_KEYS {
-                meta.remove(*key);
-            }
-            if meta.is_empty() {
-                params.remove("_meta");
-            }
-        }
-    }
-    std::borrow::Cow::Owned(message)
-}
-
-/// A request of a discover-first client: its revision (from the `_meta` envelope, else the
-/// `Mcp-Protocol-Version` header) is newer than every initialize-era one.
-fn is_discover_era(message: &Value, header_version: Option<&str>) -> bool {
-    let version = message["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str().or(header_version);
-    version.is_some_and(|v| v >= DISCOVER_VERSION)
-}
-
-/// Results the 2026-07-28 revision marks cacheable (they carry `ttlMs` and `cacheScope`).
-const CACHEABLE_METHODS: &[&str] =
-    &["tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read"];
-
-/// An initialize-era upstream result, as a discover-era client expects it: `resultType` on every
-/// result, and on cacheable ones the most conservative cache hints (not cacheable, this client
-/// only). Errors pass unchanged.
-pub(super) fn adapt_result(method: &str, answer: String) -> String {
-    let Ok(mut response) = serde_json::from_str::<Value>(&answer) else { return answer };
-    let Some(result) = response.get_mut("result").and_then(Value::as_object_mut) else { return answer };
-    result.entry("resultType").or_insert_with(|| json!("complete"));
-    if CACHEABLE_METHODS.contains(&method) {
-        result.entry("ttlMs").or_insert_with(|| json!(0));
-        result.entry("cacheScope").or_insert_with(|| json!("private"));
-    }
-    response.to_string()
-}
-
-/// What the gateway knows of an app, for answering the handshake itself.
-struct AppFacts {
-    id: String,
-    name: String,
-    version: String,
-    capabilities: Value,
-}
-
-/// The app, if Running; else the JSON-RPC error (id filled in by the caller) the module would give.
-async fn running_app(module: &ModuleHost, app_id: &str) -> Result<AppFacts, Value> {
-    let apps = module
-        .list_apps()
-        .await
-        .map_err(|e| rpc_error(&Value::Null, code::INTERNAL_ERROR, format!("listing apps failed: {e}"), None))?;
-    let Some(app) = apps.into_iter().filter(crate::module_host::is_mcp_app).find(|a| a.id.as_str() == app_id) else {
-        return Err(rpc_error(
-            &Value::Null,
-            code::APP_UNAVAILABLE,
-            format!("Unknown McpApp '{app_id}'"),
-            Some(json!({ "appId": app_id, "state": Value::Null })),
-        ));
-    };
-    if app.state.as_str() != "running" {
-        return Err(rpc_error(
-            &Value::Null,
-            code::APP_UNAVAILABLE,
-            format!("McpApp '{app_id}' is not running (state: {})", app.state.as_str()),
-            Some(json!({ "appId": app_id, "state": app.state.as_str() })),
-        ));
-    }
-    let detail: Value = serde_json::from_str(app.detail_json.as_str()).unwrap_or(Value::Null);
-    let declared: Vec<String> = detail["manifest"]["capabilities"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-        .unwrap_or_default();
-    let offers = |name: &str, count: u32| count > 0 || declared.iter().any(|d| d == name);
-    let mut capabilities = serde_json::Map::new();
-    // listChanged: the app's change notifications reach clients on the GET stream.
-    if offers("tools", app.tool_count) {
-        capabilities.insert("tools".into(), json!({ "listChanged": true }));
-    }
-    if offers("resources", app.resource_count + app.resource_template_count) {
-        capabilities.insert("resources".into(), json!({ "listChanged": true }));
-    }
-    if offers("prompts", app.prompt_count) {
-        capabilities.insert("prompts".into(), json!({ "listChanged": true }));
-    }
-    if declared.iter().any(|d| d == "completions") {
-        capabilities.insert("completions".into(), json!({}));
-    }
-    // The app's own declaration from its handshake wins; the estimate above is for apps whose
-    // handshake reported nothing usable.
-    if let Some(declared) = detail["server"]["capabilities"].as_object() {
-        capabilities = declared.clone();
-        capabilities.remove("experimental");
-    }
-    Ok(AppFacts {
-        id: app.id.into_string(),
-        name: app.name.into_string(),
-        version: app.version.into_string(),
-        capabilities: Value::Object(capabilities),
-    })
-}
-
-fn with_id(mut error: Value, id: &Value) -> Value {
-    error["id"] = id.clone();
-    error
-}
-
-fn server_info(app: &AppFacts) -> Value {
-    json!({
-        "name": format!("gateway-host/{}", app.id),
-        "title": format!("{} (through the MCP App gateway {GATEWAY_VERSION})", if app.name.is_empty() { &app.id } else { &app.name }),
-        "version": if app.version.is_empty() { GATEWAY_VERSION } else { &app.version },
-    })
-}
-
-/// The client's revision when we speak it, else the newest initialize-era one.
-pub fn negotiate(requested: Option<&str>) -> &'static str {
-    requested
-        .and_then(|r| INITIALIZE_VERSIONS.iter().find(|v| **v == r).copied())
-        .unwrap_or(INITIALIZE_VERSIONS[INITIALIZE_VERSIONS.len() - 1])
-}
-
-fn initialize_result(app: &AppFacts, requested: Option<&str>) -> Value {
-    json!({
-        "protocolVersion": negotiate(requested),
-        "capabilities": app.capabilities,
-        "serverInfo": server_info(app),
-        "instructions": format!("MCP App '{}' served through the gateway's shared upstream session.", app.id),
-    })
-}
-
-/// `server/discover` (MCP 2026-07-28, discover-first): versions, capabilities, server info in
-/// `_meta`, not cacheable beyond this client.
-fn discover_result(app: &AppFacts) -> Value {
-    let mut versions: Vec<&str> = INITIALIZE_VERSIONS.to_vec();
-    versions.push(DISCOVER_VERSION);
-    json!({
-        "resultType": "complete",
-        "supportedVersions": versions,
-        "capabilities": app.capabilities,
-        "ttlMs": 0,
-        "cacheScope": "private",
-        "_meta": { "io.modelcontextprotocol/serverInfo": server_info(app) },
-    })
-}
-
-/// `GET /apps/mcp/{appId}`: the app's upstream notifications (`tools/list_changed`,
-/// `resources/updated`, logging…) as an SSE stream, with keep-alive comments.
-pub async fn get(State(state): State<Arc<GatewayState>>, Path(app_id): Path<String>) -> Response {
-    let known = state.module.list_apps().await.map(|apps| apps.iter().any(|a| a.id.as_str() == app_id));
-    if let Ok(false) = known {
-        let error = rpc_error(&Value::Null, code::APP_UNAVAILABLE, format!("Unknown McpApp '{app_id}'"), Some(json!({ "appId": app_id, "state": Value::Null })));
-        return (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "application/json")], error.to_string()).into_response();
-    }
-    let receiver = state.module.subscribe();
-    let events = stream::unfold(receiver, move |mut rx| async move {
-        loop {
-            match rx.recv().await {
-                Ok(event) => return Some((event, rx)),
-                // A slow reader missed some; carry on with the newest.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
-            }
-        }
-    })
-    .filter(move |event| {
-        let wanted = event.kind == event_kind::UPSTREAM_NOTIFICATION && event.app_id == app_id;
-        async move { wanted }
-    })
-    .map(|event| Ok::<_, Infallible>(Event::default().event("message").data(event.payload.to_string())))
-    // Ends with the gateway, so graceful shutdown does not wait on open streams.
-    .take_until(state.shutdown.clone().cancelled_owned());
-    Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("keep-alive")).into_response()
-}
-
-/// `DELETE /apps/mcp/{appId}`: the endpoint is stateless, so there is no session to end.
-pub async fn delete() -> Response {
-    let mut response = (StatusCode::METHOD_NOT_ALLOWED, [(header::CONTENT_TYPE, "application/json")], json!({ "error": { "code": "method_not_allowed", "message": "this endpoint is stateless: there is no session to delete" } }).to_string()).into_response();
-    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, OPTIONS"));
-    response
-}
-
-pub fn max_request_bytes(state: &GatewayState) -> usize {
-    state
-        .settings
+pub fn max_request_bytes(settings: &crate::settings::Settings) -> usize {
+    settings
         .get_str("Gateway:MaxRequestBytes")
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|v| *v > 0)
         .unwrap_or(DEFAULT_MAX_REQUEST_BYTES)
 }
 
-/// SSE only for a client that accepts the stream and not JSON.
-pub(super) fn wants_sse(headers: &HeaderMap) -> bool {
-    let accept = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(",");
-    let accept = accept.to_ascii_lowercase();
-    accept.contains("text/event-stream") && !accept.contains("application/json") && !accept.contains("*/*")
+fn target_of(extensions: &rmcp::model::Extensions) -> Result<AppTarget, ErrorData> {
+    extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<AppTarget>())
+        .cloned()
+        .ok_or_else(|| ErrorData::internal_error("the request reached /apps/mcp without an app", None))
 }
 
-fn json_body(value: &Value) -> Body {
-    Body::from(value.to_string())
+fn app_error(app_id: &str, message: String, state: Value) -> ErrorData {
+    ErrorData::new(rmcp::model::ErrorCode(APP_UNAVAILABLE), message, Some(json!({ "appId": app_id, "state": state })))
 }
 
-pub(super) fn json_raw(text: String) -> Body {
-    Body::from(text)
+/// A result as rmcp's type for it. A result is complete when it arrives here (the relay resolved
+/// any `input_required` round of the app's), and says so for 2026-07-28 clients whatever revision
+/// the app speaks; rmcp drops the field again for earlier clients.
+fn typed<R: DeserializeOwned>(method: &str, mut value: Value) -> Result<R, ErrorData> {
+    if let Some(result) = value.as_object_mut() {
+        result.entry("resultType").or_insert_with(|| json!("complete"));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| ErrorData::internal_error(format!("the app's answer to '{method}' is not a valid MCP result: {e}"), None))
 }
 
-/// A JSON response, echoing the client's `Mcp-Session-Id` when it sent one.
-pub(super) fn finish(request_headers: &HeaderMap, status: StatusCode, body: Body) -> Response {
-    let mut response = Response::new(body);
-    *response.status_mut() = status;
-    if status != StatusCode::ACCEPTED {
-        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    }
-    echo_session(request_headers, &mut response);
-    response
+/// What the gateway knows of a Running app, for answering the handshake itself.
+struct AppFacts {
+    id: String,
+    name: String,
+    version: String,
+    capabilities: ServerCapabilities,
 }
 
-pub(super) fn sse_response(request_headers: &HeaderMap, messages: Vec<String>) -> Response {
-    let events = stream::iter(messages.into_iter().map(|m| Ok::<_, Infallible>(Event::default().event("message").data(m))));
-    let mut response = Sse::new(events).into_response();
-    echo_session(request_headers, &mut response);
-    response
-}
+impl AppsMcp {
+    /// The app, if Running; else the error naming it and its state.
+    async fn running_app(&self, app_id: &str) -> Result<AppFacts, ErrorData> {
+        let apps = self.module.list_apps().await.map_err(|e| ErrorData::internal_error(format!("listing apps failed: {e}"), None))?;
+        let Some(app) = apps.into_iter().filter(crate::module_host::is_mcp_app).find(|a| a.id.as_str() == app_id) else {
+            return Err(app_error(app_id, format!("Unknown McpApp '{app_id}'"), Value::Null));
+        };
+        if app.state.as_str() != "running" {
+            let state = app.state.as_str();
+            return Err(app_error(app_id, format!("McpApp '{app_id}' is not running (state: {state})"), json!(state)));
+        }
+        let detail: Value = serde_json::from_str(app.detail_json.as_str()).unwrap_or(Value::Null);
+        let declared: Vec<String> = detail["manifest"]["capabilities"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+            .unwrap_or_default();
+        // The app's own declaration from its handshake; an estimate for apps whose handshake
+        // reported nothing usable. listChanged: the app's changes are relayed.
+        let capabilities = match detail["server"]["capabilities"].as_object() {
+            Some(own) => {
+                let mut own = own.clone();
+                own.remove("experimental");
+                Value::Object(own)
+            }
+            None => {
+                let offers = |name: &str, count: u32| count > 0 || declared.iter().any(|d| d == name);
+                let mut caps = serde_json::Map::new();
+                if offers("tools", app.tool_count) {
+                    caps.insert("tools".into(), json!({ "listChanged": true }));
+                }
+                if offers("resources", app.resource_count + app.resource_template_count) {
+                    caps.insert("resources".into(), json!({ "listChanged": true }));
+                }
+                if offers("prompts", app.prompt_count) {
+                    caps.insert("prompts".into(), json!({ "listChanged": true }));
+                }
+                if declared.iter().any(|d| d == "completions") {
+                    caps.insert("completions".into(), json!({}));
+                }
+                Value::Object(caps)
+            }
+        };
+        Ok(AppFacts {
+            id: app.id.into_string(),
+            name: app.name.into_string(),
+            version: app.version.into_string(),
+            capabilities: serde_json::from_value(capabilities).unwrap_or_default(),
+        })
+    }
 
-pub(super) fn echo_session(request_headers: &HeaderMap, response: &mut Response) {
-    if let Some(id) = request_headers.get(MCP_SESSION_ID) {
-        response.headers_mut().insert(MCP_SESSION_ID, id.clone());
+    /// The handshake's answer for an app: its capabilities, named as served through the gateway.
+    fn app_info(&self, app: AppFacts) -> ServerConfig {
+        let title = format!("{} (through the MCP App gateway {GATEWAY_VERSION})", if app.name.is_empty() { &app.id } else { &app.name });
+        let version = if app.version.is_empty() { GATEWAY_VERSION.to_string() } else { app.version.clone() };
+        let mut info = self.get_info();
+        info.capabilities = app.capabilities;
+        info.server_info = Implementation::new(format!("gateway-host/{}", app.id), version).with_title(title);
+        info.instructions = Some(format!("MCP App '{}' served through the gateway's shared upstream session.", app.id));
+        info
+    }
+
+    /// Forwards one request to the request's app with the relay, to its end or its next
+    /// `input_required` round.
+    async fn forward(&self, context: &RequestContext<RoleServer>, method: &str, params: Value) -> Result<Outcome<Value>, ErrorData> {
+        let target = target_of(&context.extensions)?;
+        let mut params = match params {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        };
+        for key in ["_meta", "inputResponses", "requestState"] {
+            params.remove(key);
+        }
+        let meta = mcp_relay::forwarded_meta(context);
+        if !meta.is_empty() {
+            params.insert("_meta".into(), Value::Object(meta));
+        }
+        let message = json!({ "jsonrpc": "2.0", "id": context.id, "method": method, "params": params });
+        let extra = mcp_relay::relay_extra(context);
+        let call_id = self.module.next_call_id();
+        let module = self.module.clone();
+        let AppTarget { app_id, session_id } = target;
+        let call =
+            self.module.relayed(call_id, async move { module.forward_with(call_id, &app_id, &message, &session_id, &extra).await });
+        self.run(call, context, method).await
+    }
+
+    /// A 2026-07-28 client's retry: the parked call, with its answers, run on.
+    async fn resume(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &str,
+        state: &str,
+        answers: Option<rmcp::model::InputResponses>,
+    ) -> Result<Outcome<Value>, ErrorData> {
+        let call = mcp_relay::resume(&self.parked, &self.module, state, answers).await?;
+        self.run(call, context, method).await
+    }
+
+    async fn run(
+        &self,
+        call: crate::relay::RelayedCall<Forwarded>,
+        context: &RequestContext<RoleServer>,
+        method: &str,
+    ) -> Result<Outcome<Value>, ErrorData> {
+        let app_id = target_of(&context.extensions)?.app_id;
+        Ok(match mcp_relay::drive(call, context, &self.module, &self.parked).await? {
+            Outcome::Done(forwarded) => Outcome::Done(result_of(&app_id, method, forwarded)?),
+            Outcome::InputRequired(input) => Outcome::InputRequired(input),
+        })
+    }
+
+    /// A request that cannot ask the client anything (lists, completion): its result, typed.
+    async fn simple<R: DeserializeOwned>(&self, context: &RequestContext<RoleServer>, method: &str, params: impl serde::Serialize) -> Result<R, ErrorData> {
+        let params = serde_json::to_value(params).unwrap_or(Value::Null);
+        match self.forward(context, method, params).await? {
+            Outcome::Done(value) => typed(method, value),
+            Outcome::InputRequired(_) => Err(ErrorData::internal_error(format!("the app asked the client something during '{method}'"), None)),
+        }
+    }
+
+    /// Keeps a resource subscribed upstream while a `subscriptions/listen` stream wants it.
+    async fn hold_resource(&self, context: &RequestContext<RoleServer>, app_id: &str, uri: &str) {
+        let first = {
+            let mut held = self.resource_subscriptions.lock();
+            let count = held.entry((app_id.to_string(), uri.to_string())).or_insert(0);
+            *count += 1;
+            *count == 1
+        };
+        if first {
+            self.upstream_subscription(context, app_id, "resources/subscribe", uri).await;
+        }
+    }
+
+    async fn release_resource(&self, context: &RequestContext<RoleServer>, app_id: &str, uri: &str) {
+        let last = {
+            let mut held = self.resource_subscriptions.lock();
+            let key = (app_id.to_string(), uri.to_string());
+            match held.get_mut(&key) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                Some(_) => {
+                    held.remove(&key);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last {
+            self.upstream_subscription(context, app_id, "resources/unsubscribe", uri).await;
+        }
+    }
+
+    async fn upstream_subscription(&self, context: &RequestContext<RoleServer>, app_id: &str, method: &str, uri: &str) {
+        let message = json!({ "jsonrpc": "2.0", "id": format!("gw-{method}"), "method": method, "params": { "uri": uri } });
+        let session_id = target_of(&context.extensions).map(|t| t.session_id).unwrap_or_default();
+        match self.module.forward(app_id, &message, &session_id).await {
+            Ok(Some(answer)) if answer.contains("\"error\"") => tracing::debug!(app = app_id, "{method} {uri}: {answer}"),
+            Ok(_) => {}
+            Err(e) => tracing::debug!(app = app_id, "{method} {uri} failed: {e}"),
+        }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The app's JSON-RPC response as a result, or its error as it sent it.
+fn result_of(app_id: &str, method: &str, forwarded: Forwarded) -> Result<Value, ErrorData> {
+    let text = match forwarded {
+        Ok(Some(text)) => text,
+        Ok(None) => return Err(ErrorData::internal_error(format!("McpApp '{app_id}' gave no response to '{method}'"), None)),
+        Err(e) => {
+            return Err(ErrorData::internal_error(format!("forwarding to McpApp '{app_id}' failed: {e}"), Some(json!({ "appId": app_id }))))
+        }
+    };
+    let mut response: Value = serde_json::from_str(&text)
+        .map_err(|e| ErrorData::internal_error(format!("McpApp '{app_id}' answered '{method}' with invalid JSON: {e}"), None))?;
+    if let Some(error) = response.get_mut("error").map(Value::take) {
+        return Err(serde_json::from_value::<ErrorData>(error.clone()).unwrap_or_else(|_| {
+            ErrorData::internal_error(format!("McpApp '{app_id}' answered '{method}' with an unreadable error: {error}"), None)
+        }));
+    }
+    Ok(response.get_mut("result").map(Value::take).unwrap_or_else(|| json!({})))
+}
 
-    #[test]
-    fn negotiation_echoes_known_versions_only() {
-        assert_eq!(negotiate(Some("2025-03-26")), "2025-03-26");
-        assert_eq!(negotiate(Some("2024-11-05")), "2024-11-05");
-        assert_eq!(negotiate(Some("2026-07-28")), "2025-11-25");
-        assert_eq!(negotiate(Some("1999-01-01")), "2025-11-25");
-        assert_eq!(negotiate(None), "2025-11-25");
+impl ServerHandler for AppsMcp {
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(self.compatibility.versions())
     }
 
-    #[test]
-    fn discover_era_envelope_is_not_forwarded() {
-        let stamped = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
-            "progressToken": 3
-        }}});
-        assert_eq!(strip_envelope(&stamped)["params"], json!({"_meta": {"progressToken": 3}}));
-        let only = json!({"id": 1, "method": "ping", "params": {"_meta": {"io.modelcontextprotocol/logLevel": "info"}}});
-        assert_eq!(strip_envelope(&only)["params"], json!({}));
-        let plain = json!({"id": 1, "method": "ping"});
-        assert!(matches!(strip_envelope(&plain), std::borrow::Cow::Borrowed(_)));
+    /// What rmcp checks requests against: everything an app may offer (the handshake reports the
+    /// app's own capabilities).
+    fn get_info(&self) -> ServerConfig {
+        let latest = self.compatibility.versions().last().cloned().unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_completions()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_protocol_version(latest)
+            .with_server_info(Implementation::new("gateway-host", GATEWAY_VERSION).with_title("MCP App gateway"))
     }
 
-    #[test]
-    fn discover_era_results_get_result_type_and_cache_hints() {
-        let modern = json!({"params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-        assert!(is_discover_era(&modern, None));
-        assert!(!is_discover_era(&json!({"params": {}}), Some("2025-11-25")));
-        assert!(is_discover_era(&json!({}), Some("2026-07-28")));
-        let list: Value = serde_json::from_str(&adapt_result("tools/list", r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#.into())).unwrap();
-        assert_eq!(list["result"], json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"}));
-        let call: Value = serde_json::from_str(&adapt_result("tools/call", r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#.into())).unwrap();
-        assert_eq!(call["result"], json!({"content": [], "resultType": "complete"}));
-        let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"x"}}"#;
-        assert_eq!(adapt_result("tools/call", error.into()), error);
+    async fn initialize(&self, request: InitializeRequestParams, context: RequestContext<RoleServer>) -> Result<InitializeResult, ErrorData> {
+        let app = self.running_app(&target_of(&context.extensions)?.app_id).await?;
+        let negotiated = self.negotiate_initialize(&request)?.protocol_version;
+        context.peer.set_peer_info(request);
+        Ok(self.app_info(app).with_protocol_version(negotiated))
     }
 
-    #[test]
-    fn sse_only_when_json_is_not_accepted() {
-        let mut h = HeaderMap::new();
-        h.insert(header::ACCEPT, HeaderValue::from_static("application/json, text/event-stream"));
-        assert!(!wants_sse(&h));
-        h.insert(header::ACCEPT, HeaderValue::from_static("text/event-stream"));
-        assert!(wants_sse(&h));
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        let app = self.running_app(&target_of(&context.extensions)?.app_id).await?;
+        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.app_info(app)))
     }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.simple::<Value>(&context, "ping", json!({})).await.map(|_| ())
+    }
+
+    async fn list_tools(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        self.simple(&context, "tools/list", request).await
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        let outcome = match request.request_state.as_deref() {
+            Some(state) => self.resume(&context, "tools/call", state, request.input_responses.clone()).await?,
+            None => self.forward(&context, "tools/call", serde_json::to_value(&request).unwrap_or(Value::Null)).await?,
+        };
+        Ok(match outcome {
+            Outcome::Done(value) => CallToolResponse::Complete(typed("tools/call", value)?),
+            Outcome::InputRequired(input) => CallToolResponse::InputRequired(input),
+        })
+    }
+
+    async fn list_resources(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData> {
+        self.simple(&context, "resources/list", request).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.simple(&context, "resources/templates/list", request).await
+    }
+
+    async fn read_resource(&self, request: ReadResourceRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData> {
+        let outcome = match request.request_state.as_deref() {
+            Some(state) => self.resume(&context, "resources/read", state, request.input_responses.clone()).await?,
+            None => self.forward(&context, "resources/read", serde_json::to_value(&request).unwrap_or(Value::Null)).await?,
+        };
+        Ok(match outcome {
+            Outcome::Done(value) => ReadResourceResponse::Complete(typed("resources/read", value)?),
+            Outcome::InputRequired(input) => ReadResourceResponse::InputRequired(input),
+        })
+    }
+
+    async fn list_prompts(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListPromptsResult, ErrorData> {
+        self.simple(&context, "prompts/list", request).await
+    }
+
+    async fn get_prompt(&self, request: GetPromptRequestParams, context: RequestContext<RoleServer>) -> Result<GetPromptResponse, ErrorData> {
+        let outcome = match request.request_state.as_deref() {
+            Some(state) => self.resume(&context, "prompts/get", state, request.input_responses.clone()).await?,
+            None => self.forward(&context, "prompts/get", serde_json::to_value(&request).unwrap_or(Value::Null)).await?,
+        };
+        Ok(match outcome {
+            Outcome::Done(value) => GetPromptResponse::Complete(typed("prompts/get", value)?),
+            Outcome::InputRequired(input) => GetPromptResponse::InputRequired(input),
+        })
+    }
+
+    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
+        self.simple(&context, "completion/complete", request).await
+    }
+
+    /// Initialize-era only (rmcp refuses it for 2026-07-28 requests, which use `subscriptions/listen`).
+    #[allow(deprecated)]
+    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.simple::<Value>(&context, "resources/subscribe", request).await.map(|_| ())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.simple::<Value>(&context, "resources/unsubscribe", request).await.map(|_| ())
+    }
+
+    #[allow(deprecated)]
+    /// Initialize-era only: the 2026-07-28 revision removed `logging/setLevel` (the level is a
+    /// per-request `_meta` key there), so such a request is refused as an unknown method — rmcp
+    /// leaves this one to the handler.
+    async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        if mcp_relay::is_modern(&context) {
+            return Err(ErrorData::method_not_found::<rmcp::model::SetLevelRequestMethod>());
+        }
+        self.simple::<Value>(&context, "logging/setLevel", request).await.map(|_| ())
+    }
+
+    /// Methods rmcp does not know are forwarded as they are; the module refuses those apps are
+    /// not asked from a browser.
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        match self.forward(&context, method, request.params.clone().unwrap_or(Value::Null)).await? {
+            Outcome::Done(value) => Ok(rmcp::model::CustomResult(value)),
+            Outcome::InputRequired(_) => Err(ErrorData::internal_error(format!("the app asked the client something during '{method}'"), None)),
+        }
+    }
+
+    /// Accepts what the client asks for; rmcp narrows it to what this endpoint advertises.
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: the app's change notifications (tools, prompts,
+    /// resources lists; updates of the subscribed resources) on this request's stream, filtered
+    /// by rmcp to what was accepted, until the client cancels or the gateway shuts down.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let context = subscription.request_context().clone();
+        let app_id = target_of(&context.extensions)?.app_id;
+        self.running_app(&app_id).await?;
+        let uris = subscription.accepted().resource_subscriptions.clone().unwrap_or_default();
+        for uri in &uris {
+            self.hold_resource(&context, &app_id, uri).await;
+        }
+        let mut events = self.module.subscribe();
+        loop {
+            let event = tokio::select! {
+                _ = subscription.cancelled() => break,
+                event = events.recv() => match event {
+                    Ok(event) => event,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                },
+            };
+            let Some(notification) = app_notification(&event, &app_id) else { continue };
+            match subscription.sink().send(notification).await {
+                Ok(()) => {}
+                // Not in the filter, or not a change notification: not for this stream.
+                Err(rmcp::service::SubscriptionSendError::NotificationNotAccepted(_))
+                | Err(rmcp::service::SubscriptionSendError::UnsupportedNotification(_)) => {}
+                Err(e) => {
+                    tracing::debug!(app = app_id, "subscription ended: {e}");
+                    break;
+                }
+            }
+        }
+        for uri in &uris {
+            self.release_resource(&context, &app_id, uri).await;
+        }
+        Ok(())
+    }
+
+    /// An initialize-era session gets the app's notifications (list changes, resource updates,
+    /// log messages) on its standalone stream for as long as it lasts.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Ok(target) = target_of(&context.extensions) else { return };
+        let peer = context.peer.clone();
+        let mut events = self.module.subscribe();
+        tokio::spawn(async move {
+            loop {
+                let event = match events.recv().await {
+                    Ok(event) => event,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                };
+                if peer.is_transport_closed() {
+                    break;
+                }
+                if let Some(notification) = app_notification(&event, &target.app_id) {
+                    if peer.send_notification(notification).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// An app's upstream notification, as the MCP notification to pass on.
+fn app_notification(event: &crate::module_host::HostEvent, app_id: &str) -> Option<ServerNotification> {
+    if event.kind != event_kind::UPSTREAM_NOTIFICATION || event.app_id != app_id {
+        return None;
+    }
+    let mut message = event.payload.clone();
+    if let Some(map) = message.as_object_mut() {
+        map.remove("jsonrpc");
+    }
+    serde_json::from_value(message).ok()
 }

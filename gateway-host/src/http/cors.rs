@@ -15,7 +15,8 @@ use super::auth::json_error;
 use super::GatewayState;
 
 pub const ALLOWED_METHODS: &str = "GET, POST, DELETE, OPTIONS";
-pub const ALLOWED_HEADERS: &str = "Authorization, Content-Type, Accept, mcp-protocol-version, Mcp-Session-Id, Last-Event-ID";
+pub const ALLOWED_HEADERS: &str =
+    "Authorization, Content-Type, Accept, mcp-protocol-version, Mcp-Session-Id, Mcp-Method, Mcp-Name, Last-Event-ID";
 pub const EXPOSED_HEADERS: &str = "Mcp-Session-Id, mcp-protocol-version, WWW-Authenticate";
 /// How long a browser may cache a preflight answer.
 const MAX_AGE_SECONDS: &str = "600";

@@ -15,18 +15,19 @@ use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
-    GetTaskParams, GetTaskResult, Implementation, InputRequest, InputRequiredResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, ServerRequest, Tool,
+    GetTaskParams, GetTaskResult, Implementation, InputRequest, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter, Tool,
     TaskPayload, UpdateTaskParams,
 };
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceError};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::mcp_relay::{self, Outcome};
 use crate::relay::{error_object, Parked, RelayEvent, RelayedCall, Step};
 use crate::settings::Settings;
 use crate::tools::{ToolRegistry, ToolResult};
@@ -51,7 +52,7 @@ impl Compatibility {
         }
     }
 
-    fn versions(self) -> &'static [ProtocolVersion] {
+    pub(super) fn versions(self) -> &'static [ProtocolVersion] {
         if self.enable_discovery_first && !self.force_legacy_initialize {
             ProtocolVersion::KNOWN_VERSIONS
         } else {
@@ -111,13 +112,7 @@ impl ServerHandler for GatewayMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         if let Some(state) = request.request_state.as_deref() {
-            let Some(call) = self.parked.take(state) else {
-                return Err(ErrorData::invalid_params("unknown or expired requestState", None));
-            };
-            let module = self.registry.module();
-            for (key, answer) in request.input_responses.unwrap_or_default() {
-                module.respond(call.call_id, &key, Ok(answer)).await;
-            }
+            let call = mcp_relay::resume(&self.parked, self.registry.module(), state, request.input_responses).await?;
             return self.drive(call, &context).await;
         }
         let name = request.name.to_string();
@@ -125,8 +120,7 @@ impl ServerHandler for GatewayMcp {
             return Err(ErrorData::invalid_params(format!("unknown tool '{name}'"), None));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
-        let capabilities = context.client_capabilities().and_then(|c| serde_json::to_value(c).ok()).unwrap_or(Value::Null);
-        let extra = json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": capabilities } });
+        let extra = mcp_relay::relay_extra(&context);
         let meta = match context.meta.get_progress_token() {
             Some(token) => json!({ "progressToken": token }),
             None => Value::Null,
@@ -206,6 +200,33 @@ impl ServerHandler for GatewayMcp {
         }
     }
 
+    /// 2026-07-28 `subscriptions/listen`: the gateway's tools are all it offers, so only their
+    /// list can change (rmcp intersects this with what the client asked for).
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    /// Sends `notifications/tools/list_changed` on the subscription's stream whenever the
+    /// registry's model-visible list changes (an app started, stopped, or changed its tools),
+    /// until the client cancels or the gateway shuts down.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.registry.subscribe();
+        loop {
+            tokio::select! {
+                _ = subscription.cancelled() => return Ok(()),
+                change = changes.recv() => match change {
+                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+            let changed = ServerNotification::ToolListChangedNotification(Default::default());
+            if let Err(e) = subscription.sink().send(changed).await {
+                tracing::debug!("subscription ended: {e}");
+                return Ok(());
+            }
+        }
+    }
+
     /// Pushes `notifications/tools/list_changed` to this client for as long as it is connected.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer.clone();
@@ -225,61 +246,16 @@ impl ServerHandler for GatewayMcp {
 }
 
 impl GatewayMcp {
-    /// Runs a relayed call to its end on behalf of this request's client.
+    /// Runs a relayed call to its end (see `mcp_relay.rs`).
     async fn drive(
         &self,
-        mut call: RelayedCall<ToolResult>,
+        call: RelayedCall<ToolResult>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let module = self.registry.module().clone();
-        let modern = context.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-        loop {
-            let step = tokio::select! {
-                step = call.next() => step,
-                // Dropping the call cancels it in the module, which tells the app.
-                _ = context.ct.cancelled() => return Err(ErrorData::new(rmcp::model::ErrorCode::INTERNAL_ERROR, "the call was cancelled", None)),
-            };
-            match step {
-                Step::Done(result) => return Ok(to_call_tool_result(result).into()),
-                Step::Event(RelayEvent::Notification(message)) => {
-                    match serde_json::from_value::<ServerNotification>(without_jsonrpc(message)) {
-                        Ok(notification) => {
-                            if let Err(e) = context.peer.send_notification(notification).await {
-                                tracing::debug!("cannot pass a notification to the /mcp client: {e}");
-                            }
-                        }
-                        Err(e) => tracing::debug!("not passing an unreadable notification to the /mcp client: {e}"),
-                    }
-                }
-                Step::Event(RelayEvent::Request { key, method, params }) => {
-                    let body = RelayEvent::request_body(&method, &params);
-                    if modern {
-                        // 2026-07-28: no server-to-client requests; the client answers by retrying.
-                        return match serde_json::from_value::<InputRequest>(body) {
-                            Ok(input) => {
-                                let state = self.parked.park(call);
-                                let requests = [(key, input)].into_iter().collect();
-                                Ok(CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(state))))
-                            }
-                            Err(e) => {
-                                let error = error_object(-32602, format!("'{method}' cannot be put to a 2026-07-28 client: {e}"));
-                                module.respond(call.call_id, &key, Err(error)).await;
-                                continue;
-                            }
-                        };
-                    }
-                    let answer = match serde_json::from_value::<ServerRequest>(body) {
-                        Ok(request) => match context.peer.send_request(request).await {
-                            Ok(result) => serde_json::to_value(result).map_err(|e| error_object(-32603, e.to_string())),
-                            Err(ServiceError::McpError(e)) => Err(serde_json::to_value(&e).unwrap_or_else(|_| error_object(-32603, e.message))),
-                            Err(e) => Err(error_object(-32603, format!("the client did not answer '{method}': {e}"))),
-                        },
-                        Err(e) => Err(error_object(-32602, format!("'{method}' is not a request the client can be asked: {e}"))),
-                    };
-                    module.respond(call.call_id, &key, answer).await;
-                }
-            }
-        }
+        Ok(match mcp_relay::drive(call, context, self.registry.module(), &self.parked).await? {
+            Outcome::Done(result) => to_call_tool_result(result).into(),
+            Outcome::InputRequired(input) => CallToolResponse::InputRequired(input),
+        })
     }
 }
 
@@ -330,13 +306,6 @@ async fn run_as_task(
             }
         }
     }
-}
-
-fn without_jsonrpc(mut message: Value) -> Value {
-    if let Some(map) = message.as_object_mut() {
-        map.remove("jsonrpc");
-    }
-    message
 }
 
 /// The result as the app sent it — every content block, `structuredContent`, `_meta` — except
@@ -430,11 +399,11 @@ fn to_mcp_tool(spec: crate::tools::ToolSpec) -> Tool {
     }
 }
 
-/// The `/mcp` service. Host and Origin checks are the gateway's auth layer's job (it knows whether
-/// the gateway is open), so rmcp's own loopback-only Host check is turned off here.
+/// The `/mcp` service.
 pub fn service(
     registry: Arc<ToolRegistry>,
     compatibility: Compatibility,
+    max_request_bytes: usize,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<GatewayMcp, LocalSessionManager> {
     let handler = GatewayMcp {
@@ -444,14 +413,21 @@ pub fn service(
         tasks: Arc::new(TaskManager::new()),
         task_ids: Default::default(),
     };
-    StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default()
-            .with_legacy_session_mode(true)
-            .disable_allowed_hosts()
-            .with_cancellation_token(shutdown),
-    )
+    StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes))
+}
+
+/// How both MCP endpoints of the gateway are served: initialize-era clients get a session (their
+/// capabilities and a stream for the server's requests live in it), 2026-07-28 clients are
+/// stateless; plain JSON answers when nothing comes before the result. Host and Origin checks
+/// are the gateway's auth layer's job (it knows whether the gateway is open), so rmcp's own
+/// loopback-only Host check is turned off.
+pub(super) fn server_config(shutdown: CancellationToken, max_request_bytes: usize) -> StreamableHttpServerConfig {
+    StreamableHttpServerConfig::default()
+        .with_max_request_body_bytes(max_request_bytes)
+        .with_legacy_session_mode(true)
+        .with_json_response(true)
+        .disable_allowed_hosts()
+        .with_cancellation_token(shutdown)
 }
 
 /// A session's `DELETE` is answered 200 as the transport spec has it (the Python SDK warns

@@ -8,9 +8,10 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
 use axum::Router;
 
 use crate::module_host::ModuleHost;
@@ -21,11 +22,12 @@ use crate::tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 mod apps_mcp;
-mod apps_relay;
 pub mod auth;
 mod cors;
 pub mod gateway_mcp;
 mod health;
+mod jsonrpc_gate;
+mod mcp_relay;
 mod tools;
 
 /// What every handler may need.
@@ -40,8 +42,8 @@ pub struct GatewayState {
     pub tools: Arc<ToolRegistry>,
     /// Cancelled when the gateway shuts down (ends `/mcp` sessions and streams).
     pub shutdown: CancellationToken,
-    /// Relayed `/apps/mcp` calls in flight and waiting (R42).
-    pub apps_calls: apps_relay::AppsMcpCalls,
+    /// The `/apps/mcp/{appId}` endpoint (rmcp's Streamable HTTP server with the app proxy).
+    pub apps_mcp: StreamableHttpService<apps_mcp::AppsMcp, LocalSessionManager>,
 }
 
 impl GatewayState {
@@ -55,6 +57,13 @@ impl GatewayState {
         let auth = auth::AuthPolicy::from_settings(&settings, &bound)?;
         tracing::info!("{}", auth.describe());
         let tools = ToolRegistry::new(module.clone(), Preference::from_config(settings.get("Tools:Preference")));
+        let shutdown = CancellationToken::new();
+        let apps_mcp = apps_mcp::service(
+            module.clone(),
+            gateway_mcp::Compatibility::from_settings(&settings),
+            apps_mcp::max_request_bytes(&settings),
+            shutdown.child_token(),
+        );
         Ok(GatewayState {
             module,
             settings,
@@ -62,32 +71,34 @@ impl GatewayState {
             bound,
             auth,
             tools,
-            shutdown: CancellationToken::new(),
-            apps_calls: Default::default(),
+            shutdown,
+            apps_mcp,
         })
     }
 }
 
 pub fn router(state: Arc<GatewayState>) -> Router {
-    let body_limit = apps_mcp::max_request_bytes(&state);
+    // Both MCP endpoints: the JSON-RPC gate before rmcp, the DELETE status after it.
+    let limit = jsonrpc_gate::BodyLimit(apps_mcp::max_request_bytes(&state.settings));
+    let gate = from_fn_with_state(limit, jsonrpc_gate::gate);
+    let session_end = axum::middleware::from_fn(gateway_mcp::session_end_status);
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/auth/session", post(auth::create_session))
         .route("/apps/health", get(health::apps_health))
         .route("/tools", get(tools::list))
-        .route(
-            "/apps/mcp/{app_id}",
-            post(apps_mcp::post).get(apps_mcp::get).delete(apps_mcp::delete).layer(DefaultBodyLimit::max(body_limit)),
-        )
+        .route("/apps/mcp/{app_id}", any(apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
         .nest_service(
             "/mcp",
             Router::new()
                 .fallback_service(gateway_mcp::service(
                     state.tools.clone(),
                     gateway_mcp::Compatibility::from_settings(&state.settings),
+                    apps_mcp::max_request_bytes(&state.settings),
                     state.shutdown.child_token(),
                 ))
-                .layer(axum::middleware::from_fn(gateway_mcp::session_end_status)),
+                .layer(gate)
+                .layer(session_end),
         )
         // Merge further routes above this line so that the layers below cover them.
         .layer(from_fn_with_state(state.clone(), auth::guard))

@@ -1,0 +1,170 @@
+//! Running a relayed call (SPEC R42) for one request of an MCP client of the gateway — the one
+//! way both `/apps/mcp/{appId}` and `/mcp` do it, so the relay rules cannot drift apart:
+//!
+//! - the app's notifications for the call (progress, log messages) go to the client as they come;
+//! - the app's questions (sampling, elicitation, roots) go to an initialize-era client as requests
+//!   on the request's stream; a 2026-07-28 client gets the revision's `input_required` result
+//!   and answers by retrying with `inputResponses` and the `requestState` it was given, while
+//!   the call waits in [`Parked`];
+//! - a 2026-07-28 client that did not declare the capability a question needs gets the call
+//!   refused with "missing required client capability" (-32021). Initialize-era clients keep
+//!   their earlier rule: the module answers the app with an error, and the tool reports it;
+//! - the client's cancel drops the call, which cancels it in the module and at the app.
+
+use rmcp::model::{ClientCapabilities, InputRequest, InputRequiredResult, ProtocolVersion, ServerNotification, ServerRequest};
+use rmcp::service::{RequestContext, RoleServer, ServiceError};
+use rmcp::ErrorData;
+use serde_json::{json, Map, Value};
+
+use crate::module_host::ModuleHost;
+use crate::relay::{error_object, Parked, RelayEvent, RelayedCall, Step};
+
+/// How a relayed call ended for this request.
+pub enum Outcome<T> {
+    Done(T),
+    /// The app asked something a 2026-07-28 client answers by retrying.
+    InputRequired(InputRequiredResult),
+}
+
+/// `_meta` keys a 2026-07-28 client stamps on every request in place of the initialize
+/// handshake. They describe the client's connection to the gateway; the upstream session is the
+/// gateway's own, negotiated at its own revision, so they are never forwarded.
+const ENVELOPE_META_KEYS: &[&str] = &[
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientInfo",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/logLevel",
+];
+
+/// Whether the request is of the 2026-07-28 revision (or newer).
+pub fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// The request's own `_meta` (progress token, app-defined keys) without the revision's envelope.
+pub fn forwarded_meta(context: &RequestContext<RoleServer>) -> Map<String, Value> {
+    let mut meta = match serde_json::to_value(&context.meta) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    for key in ENVELOPE_META_KEYS {
+        meta.remove(*key);
+    }
+    meta
+}
+
+/// The `extra_json` that opts a call into the relay, with what its client can be asked.
+///
+/// A 2026-07-28 client is offered every question so that the refusal is this module's (with the
+/// revision's error) rather than the module's answer to the app; an initialize-era client's
+/// declared capabilities go as they are.
+pub fn relay_extra(context: &RequestContext<RoleServer>) -> Value {
+    let mut capabilities = match context.client_capabilities().map(|c| serde_json::to_value(c)) {
+        Some(Ok(Value::Object(map))) => map,
+        _ => Map::new(),
+    };
+    if is_modern(context) {
+        for (_, capability) in host_abi::relay::REQUEST_CAPABILITIES {
+            capabilities.entry(capability.to_string()).or_insert_with(|| json!({}));
+        }
+    }
+    json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": capabilities } })
+}
+
+fn declares(context: &RequestContext<RoleServer>, capability: &str) -> bool {
+    let declared = context.client_capabilities().and_then(|c| serde_json::to_value(c).ok()).unwrap_or(Value::Null);
+    declared.get(capability).is_some_and(|v| !v.is_null())
+}
+
+fn missing_capability(capability: &str) -> ErrorData {
+    let required: ClientCapabilities = serde_json::from_value(json!({ capability: {} })).unwrap_or_default();
+    ErrorData::missing_required_client_capability(required)
+}
+
+/// Runs a relayed call to its end (or to its next `input_required` round) for this request.
+pub async fn drive<T: Send + 'static>(
+    mut call: RelayedCall<T>,
+    context: &RequestContext<RoleServer>,
+    module: &ModuleHost,
+    parked: &Parked<T>,
+) -> Result<Outcome<T>, ErrorData> {
+    let modern = is_modern(context);
+    loop {
+        let step = tokio::select! {
+            step = call.next() => step,
+            // Dropping the call cancels it in the module, which tells the app.
+            _ = context.ct.cancelled() => return Err(ErrorData::internal_error("the call was cancelled", None)),
+        };
+        match step {
+            Step::Done(result) => return Ok(Outcome::Done(result)),
+            Step::Event(RelayEvent::Notification(message)) => {
+                match serde_json::from_value::<ServerNotification>(without_jsonrpc(message)) {
+                    Ok(notification) => {
+                        if let Err(e) = context.peer.send_notification(notification).await {
+                            tracing::debug!("cannot pass a notification to the client: {e}");
+                        }
+                    }
+                    Err(e) => tracing::debug!("not passing an unreadable notification to the client: {e}"),
+                }
+            }
+            Step::Event(RelayEvent::Request { key, method, params }) => {
+                let body = RelayEvent::request_body(&method, &params);
+                if modern {
+                    let needed = host_abi::relay::REQUEST_CAPABILITIES.iter().find(|(m, _)| *m == method);
+                    if let Some((_, capability)) = needed.filter(|(_, c)| !declares(context, c)) {
+                        // Dropping the call cancels it at the app.
+                        return Err(missing_capability(capability));
+                    }
+                    // 2026-07-28: no server-to-client requests; the client answers by retrying.
+                    match serde_json::from_value::<InputRequest>(body) {
+                        Ok(input) => {
+                            let state = parked.park(call);
+                            let requests = [(key, input)].into_iter().collect();
+                            return Ok(Outcome::InputRequired(InputRequiredResult::new(Some(requests), Some(state))));
+                        }
+                        Err(e) => {
+                            let error = error_object(-32602, format!("'{method}' cannot be put to a 2026-07-28 client: {e}"));
+                            module.respond(call.call_id, &key, Err(error)).await;
+                            continue;
+                        }
+                    }
+                }
+                let answer = match serde_json::from_value::<ServerRequest>(body) {
+                    Ok(request) => match context.peer.send_request(request).await {
+                        Ok(result) => serde_json::to_value(result).map_err(|e| error_object(-32603, e.to_string())),
+                        Err(ServiceError::McpError(e)) => {
+                            Err(serde_json::to_value(&e).unwrap_or_else(|_| error_object(-32603, e.message)))
+                        }
+                        Err(e) => Err(error_object(-32603, format!("the client did not answer '{method}': {e}"))),
+                    },
+                    Err(e) => Err(error_object(-32602, format!("'{method}' is not a request the client can be asked: {e}"))),
+                };
+                module.respond(call.call_id, &key, answer).await;
+            }
+        }
+    }
+}
+
+/// A retry of a 2026-07-28 client: the parked call with the client's answers delivered, ready
+/// to [`drive`] on.
+pub async fn resume<T>(
+    parked: &Parked<T>,
+    module: &ModuleHost,
+    request_state: &str,
+    input_responses: Option<rmcp::model::InputResponses>,
+) -> Result<RelayedCall<T>, ErrorData> {
+    let Some(call) = parked.take(request_state) else {
+        return Err(ErrorData::invalid_params("unknown or expired requestState", None));
+    };
+    for (key, answer) in input_responses.unwrap_or_default() {
+        module.respond(call.call_id, &key, Ok(answer)).await;
+    }
+    Ok(call)
+}
+
+fn without_jsonrpc(mut message: Value) -> Value {
+    if let Some(map) = message.as_object_mut() {
+        map.remove("jsonrpc");
+    }
+    message
+}
