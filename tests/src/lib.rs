@@ -484,6 +484,41 @@ impl GatewayProcess {
         (status, parse_json_or_string(text))
     }
 
+    /// One stateless MCP request of the 2026-07-28 revision to an MCP endpoint (`/mcp`,
+    /// `/apps/mcp/{app}`), with the headers and `_meta` the revision asks for, declaring
+    /// `capabilities`. Returns the HTTP status and the JSON-RPC response (read from JSON or SSE).
+    pub fn mcp_request(&self, path: &str, method: &str, params: Value, capabilities: Value) -> (u16, Value) {
+        let mut params = if params.is_object() { params } else { serde_json::json!({}) };
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2026-07-28".into();
+        params["_meta"]["io.modelcontextprotocol/clientInfo"] = serde_json::json!({ "name": "gateway-e2e", "version": "1" });
+        params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+        let mut request = self
+            .client
+            .post(self.url(path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        // SEP-2243: the name a request is about travels as a header too.
+        if let Some(name) = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str) {
+            request = request.header("mcp-name", name);
+        }
+        let body = serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        let response = request
+            .body(body.to_string())
+            .send()
+            .unwrap_or_else(|e| panic!("POST {path}: {e}\n--- gateway output ---\n{}", self.logs()));
+        let status = response.status().as_u16();
+        let text = response.text().unwrap_or_else(|e| panic!("POST {path}: reading the body: {e}"));
+        let message = serde_json::from_str(&text).ok().or_else(|| {
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|m| m["id"] == 1)
+        });
+        (status, message.unwrap_or_else(|| panic!("POST {path} {method}: no response in {text}")))
+    }
+
     /// Every line the gateway printed so far (stdout and stderr interleaved in arrival order),
     /// colours stripped.
     pub fn log_lines(&self) -> Vec<String> {

@@ -43,25 +43,9 @@ fn count_logs(gw: &GatewayProcess, needle: &str) -> usize {
     gw.log_lines().iter().filter(|l| l.contains(needle)).count()
 }
 
-/// `tools/call` through `/apps/mcp/{app}` → the JSON-RPC response (JSON or a one-event SSE body).
+/// `tools/call` through `/apps/mcp/{app}` → the JSON-RPC response.
 fn call_tool(gw: &GatewayProcess, app: &str, tool: &str, args: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}});
-    let response = gw
-        .client()
-        .post(gw.url(&format!("/apps/mcp/{app}")))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string())
-        .send()
-        .expect("POST /apps/mcp");
-    let text = response.text().unwrap();
-    serde_json::from_str(&text).ok().unwrap_or_else(|| {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m["id"] == 1)
-            .unwrap_or_else(|| panic!("no response in {text}"))
-    })
+    gw.mcp_request(&format!("/apps/mcp/{app}"), "tools/call", json!({"name": tool, "arguments": args}), json!({})).1
 }
 
 /// (a) Must-show 1: idle past every thread pool's keep-alive with no request meanwhile, then 20
