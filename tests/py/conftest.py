@@ -65,6 +65,7 @@ class Gateway:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self.apps_dir: Path | None = None
         self.lines: list[str] = []
         self.listening = threading.Event()
         self.base = ""
@@ -128,6 +129,8 @@ def gateway_with_apps(prefix: str, manifests: dict[str, dict]):
         "OpenClaw": {"McpApps": {"Enabled": True, "DiscoveryPaths": [str(apps)], "Allow": ["*"]}},
     }
     gw = Gateway(config, folder)
+    # The watched discovery folder: a test may add or remove app folders (hot discovery, R21).
+    gw.apps_dir = apps
     try:
         gw.wait_running(list(manifests))
         yield gw

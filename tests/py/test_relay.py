@@ -11,8 +11,9 @@ results):
 - the gateway's `/mcp` (an http app, names with its toolNamePrefix `th.`).
 
 Checked: progress notifications before the result, log messages, sampling / elicitation / roots
-requests answered by the client's callbacks (and the tool's clear error for a client without the
-capability), and a client cancel observed by the app itself.
+requests answered by the client's callbacks (for a client without the capability: the tool's clear
+error on 2025-11-25, the revision's -32021 refusal on 2026-07-28), and a client cancel observed by the
+app itself.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import anyio
 import mcp_types as types
 import pytest
 
-from mcp import Client
+from mcp import Client, MCPError
 
 from conftest import TEST_APP_BIN, all_tool_names, free_port, gateway_with_apps
 
@@ -261,17 +262,47 @@ async def test_roots_are_answered_by_the_client_callback(target):
     }
 
 
-async def test_a_client_without_the_capabilities_gets_the_tools_clear_error(target):
-    ep, _ = target
-    results = {}
+# What each tool needs, as `requiredCapabilities` names it in a -32021 refusal.
+REQUIRED_CAPABILITY = {"sample": "sampling", "elicit": "elicitation", "roots": "roots"}
+
+
+async def test_a_client_without_the_capabilities_is_refused_as_its_revision_specifies(target):
+    """2025-11-25 (legacy): the app's question is declined, and the tool's clear error comes back.
+    2026-07-28 (auto): the call is refused with JSON-RPC error -32021 (Missing Required Client
+    Capability) naming the capability in `data.requiredCapabilities` (issue 10, Must show 4) —
+    except, through the gateway, a roots question: apps ask for roots on their own account too
+    (server-everything does right after the handshake), and over stdio nothing ties the question
+    to a call, so the gateway declines it to the app and the call goes on (the legacy outcome)."""
+    ep, mode = target
+    outcomes: dict[str, object] = {}
     async with connect(target) as client:
         await check_offered(client, target, "sample")
         for tool, args in [("sample", {"prompt": "anyone there?", "timeoutMs": APP_WAIT_MS}), ("elicit", {"timeoutMs": APP_WAIT_MS}), ("roots", {"timeoutMs": APP_WAIT_MS})]:
-            results[tool] = await client.call_tool(ep.prefix + tool, args)
-    for tool, result in results.items():
-        assert result.is_error, f"{tool}: {result}"
-        assert error_text(result, ep).startswith(f"{tool}: "), f"{tool}: {text_of(result)}"
-        assert re.search(r"cannot|capability|not support|failed", error_text(result, ep)), text_of(result)
+            try:
+                outcomes[tool] = await client.call_tool(ep.prefix + tool, args)
+            except MCPError as e:
+                outcomes[tool] = e
+    # Every tool's outcome is checked, so that one run shows all the differences.
+    problems = []
+    for tool, outcome in outcomes.items():
+        declined_to_the_app = mode == "legacy" or (tool == "roots" and ep.name != "test-app directly")
+        if not declined_to_the_app:
+            if not isinstance(outcome, MCPError):
+                problems.append(f"{tool}: expected a -32021 refusal, the call ran: {outcome}")
+                continue
+            required = (outcome.data or {}).get("requiredCapabilities") if isinstance(outcome.data, dict) else None
+            if outcome.code != types.MISSING_REQUIRED_CLIENT_CAPABILITY:
+                problems.append(f"{tool}: expected code -32021, got {outcome.code} {outcome.message!r} {outcome.data!r}")
+            elif not isinstance(required, dict) or required.get(REQUIRED_CAPABILITY[tool]) is None:
+                problems.append(f"{tool}: data.requiredCapabilities should name {REQUIRED_CAPABILITY[tool]}: {outcome.data!r}")
+        else:
+            if isinstance(outcome, MCPError):
+                problems.append(f"{tool}: expected the tool's own error, got JSON-RPC error {outcome.code} {outcome.message!r}")
+                continue
+            text = error_text(outcome, ep)
+            if not outcome.is_error or not text.startswith(f"{tool}: ") or not re.search(r"cannot|capability|not support|failed", text):
+                problems.append(f"{tool}: expected the tool's clear error, got {outcome}")
+    assert problems == [], f"{ep.name} ({mode}):\n" + "\n".join(problems)
 
 
 async def test_a_client_cancel_stops_the_call_in_the_app(target):

@@ -28,7 +28,7 @@ use axum::response::{IntoResponse, Response};
 use host_abi::{event_kind, AbiError};
 use parking_lot::Mutex;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, ServerNotification,
@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 use super::auth::query_param;
 use super::gateway_mcp::{server_config, Compatibility};
 use super::mcp_relay::{self, Outcome};
+use super::mcp_tasks::Tasks;
 use super::GatewayState;
 use crate::module_host::ModuleHost;
 use crate::relay::Parked;
@@ -74,6 +75,8 @@ pub struct AppsMcp {
     compatibility: Compatibility,
     /// Calls waiting for a 2026-07-28 client's next round (shared: such clients are stateless).
     parked: Arc<Parked<Forwarded>>,
+    /// Tool calls run as MCP Tasks for clients that declared the extension.
+    tasks: Arc<Tasks>,
     /// Resource URIs subscribed upstream for `subscriptions/listen` streams, with how many
     /// streams want each, so the last one to go unsubscribes.
     resource_subscriptions: Arc<Mutex<HashMap<(String, String), usize>>>,
@@ -90,6 +93,7 @@ pub fn service(
         module,
         compatibility,
         parked: Arc::new(Parked::default()),
+        tasks: Arc::new(Tasks::default()),
         resource_subscriptions: Default::default(),
     };
     StreamableHttpService::new(
@@ -214,6 +218,17 @@ impl AppsMcp {
     /// Forwards one request to the request's app with the relay, to its end or its next
     /// `input_required` round.
     async fn forward(&self, context: &RequestContext<RoleServer>, method: &str, params: Value) -> Result<Outcome<Value>, ErrorData> {
+        let call = self.start(context, method, params)?;
+        self.run(call, context, method).await
+    }
+
+    /// Starts forwarding one request to the request's app, with the relay.
+    fn start(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &str,
+        params: Value,
+    ) -> Result<crate::relay::RelayedCall<Forwarded>, ErrorData> {
         let target = target_of(&context.extensions)?;
         let mut params = match params {
             Value::Object(map) => map,
@@ -231,9 +246,7 @@ impl AppsMcp {
         let call_id = self.module.next_call_id();
         let module = self.module.clone();
         let AppTarget { app_id, session_id } = target;
-        let call =
-            self.module.relayed(call_id, async move { module.forward_with(call_id, &app_id, &message, &session_id, &extra).await });
-        self.run(call, context, method).await
+        Ok(self.module.relayed(call_id, async move { module.forward_with(call_id, &app_id, &message, &session_id, &extra).await }))
     }
 
     /// A 2026-07-28 client's retry: the parked call, with its answers, run on.
@@ -256,7 +269,18 @@ impl AppsMcp {
     ) -> Result<Outcome<Value>, ErrorData> {
         let app_id = target_of(&context.extensions)?.app_id;
         Ok(match mcp_relay::drive(call, context, &self.module, &self.parked).await? {
-            Outcome::Done(forwarded) => Outcome::Done(result_of(&app_id, method, forwarded)?),
+            Outcome::Done(forwarded) => {
+                let mut result = result_of(&app_id, method, forwarded)?;
+                // A 2026-07-28 app's cache hints mean nothing to an earlier client (rmcp drops
+                // `resultType` for it, and fills the hints in for 2026-07-28 clients).
+                if !mcp_relay::is_modern(context) {
+                    if let Some(map) = result.as_object_mut() {
+                        map.remove("ttlMs");
+                        map.remove("cacheScope");
+                    }
+                }
+                Outcome::Done(result)
+            }
             Outcome::InputRequired(input) => Outcome::InputRequired(input),
         })
     }
@@ -352,6 +376,7 @@ impl ServerHandler for AppsMcp {
             .enable_prompts()
             .enable_prompts_list_changed()
             .enable_completions()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_protocol_version(latest)
@@ -381,7 +406,16 @@ impl ServerHandler for AppsMcp {
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let outcome = match request.request_state.as_deref() {
             Some(state) => self.resume(&context, "tools/call", state, request.input_responses.clone()).await?,
-            None => self.forward(&context, "tools/call", serde_json::to_value(&request).unwrap_or(Value::Null)).await?,
+            None => {
+                let call = self.start(&context, "tools/call", serde_json::to_value(&request).unwrap_or(Value::Null))?;
+                // A client that declared the tasks extension gets the call as a task.
+                if Tasks::wanted(&context) {
+                    let app_id = target_of(&context.extensions)?.app_id;
+                    let finish = move |forwarded| typed("tools/call", result_of(&app_id, "tools/call", forwarded)?);
+                    return Ok(CallToolResponse::Task(self.tasks.start(call, self.module.clone(), finish)));
+                }
+                self.run(call, &context, "tools/call").await?
+            }
         };
         Ok(match outcome {
             Outcome::Done(value) => CallToolResponse::Complete(typed("tools/call", value)?),
@@ -453,13 +487,28 @@ impl ServerHandler for AppsMcp {
         self.simple::<Value>(&context, "logging/setLevel", request).await.map(|_| ())
     }
 
-    /// Methods rmcp does not know are forwarded as they are; the module refuses those apps are
-    /// not asked from a browser.
+    async fn get_task(&self, request: GetTaskParams, _context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(request)
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.update(request)
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.tasks.cancel(request)
+    }
+
+    /// The earlier draft's `tasks/result` and `tasks/list`; other methods rmcp does not know are
+    /// forwarded as they are (the module refuses those apps are not asked from a browser).
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        if request.method.starts_with("tasks/") {
+            return self.tasks.custom(request).await;
+        }
         let method = request.method.as_str();
         match self.forward(&context, method, request.params.clone().unwrap_or(Value::Null)).await? {
             Outcome::Done(value) => Ok(rmcp::model::CustomResult(value)),

@@ -14,12 +14,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, CreateTaskResult,
-    GetTaskParams, GetTaskResult, Implementation, InputRequest, ListToolsResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter, Tool,
-    TaskPayload, UpdateTaskParams,
+    UpdateTaskParams,
 };
-use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -28,7 +27,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::mcp_relay::{self, Outcome};
-use crate::relay::{error_object, Parked, RelayEvent, RelayedCall, Step};
+use super::mcp_tasks::Tasks;
+use crate::relay::{Parked, RelayedCall};
 use crate::settings::Settings;
 use crate::tools::{ToolRegistry, ToolResult};
 
@@ -70,13 +70,8 @@ pub struct GatewayMcp {
     /// session since such clients are stateless.
     parked: Arc<Parked<ToolResult>>,
     /// Tool calls run as MCP Tasks (R43), shared by every session for the same reason.
-    tasks: Arc<TaskManager>,
-    /// Ids of the tasks created, newest last, for `tasks/list` (the task manager keeps no list).
-    task_ids: Arc<parking_lot::Mutex<std::collections::VecDeque<String>>>,
+    tasks: Arc<Tasks>,
 }
-
-/// How many task ids `tasks/list` remembers.
-const LISTED_TASKS: usize = 1000;
 
 impl ServerHandler for GatewayMcp {
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -133,71 +128,32 @@ impl ServerHandler for GatewayMcp {
             .relayed(call_id, async move { registry.call_with(&name, &arguments, call_id, &meta, &extra).await });
         // A client that declared the tasks extension gets every call as a task it can poll,
         // answer questions of (tasks/update) and cancel (tasks/cancel).
-        if context.client_capabilities().is_some_and(|c| c.supports_tasks()) {
-            let module = self.registry.module().clone();
-            let task = self
-                .tasks
-                .spawn(TaskOptions::new(), move |task| Box::pin(async move { run_as_task(call, task, module).await }));
-            let mut ids = self.task_ids.lock();
-            ids.push_back(task.task_id.clone());
-            while ids.len() > LISTED_TASKS {
-                ids.pop_front();
-            }
-            return Ok(CallToolResponse::Task(CreateTaskResult::new(task)));
+        if Tasks::wanted(&context) {
+            let task = self.tasks.start(call, self.registry.module().clone(), |result| Ok(to_call_tool_result(result)));
+            return Ok(CallToolResponse::Task(task));
         }
         self.drive(call, &context).await
     }
 
     async fn get_task(&self, request: GetTaskParams, _context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
-        Ok(GetTaskResult::new(self.tasks.get_task(&request.task_id)?))
+        self.tasks.get(request)
     }
 
     async fn update_task(&self, request: UpdateTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.update_task(&request.task_id, request.input_responses)
+        self.tasks.update(request)
     }
 
     async fn cancel_task(&self, request: CancelTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.cancel_task(&request.task_id)
+        self.tasks.cancel(request)
     }
 
-    /// The earlier (2025-11-25) Tasks methods beside the revision's: `tasks/result` waits for a
-    /// task's result, `tasks/list` lists the tasks still kept.
+    /// The earlier (2025-11-25) Tasks methods beside the revision's (see `mcp_tasks.rs`).
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        let params = request.params.unwrap_or(Value::Null);
-        match request.method.as_str() {
-            "tasks/result" => {
-                let Some(task_id) = params["taskId"].as_str() else {
-                    return Err(ErrorData::invalid_params("tasks/result needs a string taskId", None));
-                };
-                loop {
-                    match self.tasks.get_task(task_id)?.payload {
-                        TaskPayload::Completed { result } => return Ok(rmcp::model::CustomResult(Value::Object(result))),
-                        TaskPayload::Failed { error } => {
-                            let message = error.get("message").and_then(Value::as_str).unwrap_or("the task failed").to_string();
-                            return Err(ErrorData::internal_error(message, Some(Value::Object(error))));
-                        }
-                        TaskPayload::Cancelled => {
-                            return Err(ErrorData::invalid_request(format!("task {task_id} was cancelled"), None));
-                        }
-                        _ => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
-                    }
-                }
-            }
-            "tasks/list" => {
-                let ids: Vec<String> = self.task_ids.lock().iter().cloned().collect();
-                let tasks: Vec<Value> = ids
-                    .iter()
-                    .filter_map(|id| self.tasks.get_task(id).ok())
-                    .filter_map(|t| serde_json::to_value(&t.task).ok())
-                    .collect();
-                Ok(rmcp::model::CustomResult(json!({ "tasks": tasks })))
-            }
-            other => Err(ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, format!("Method not found: {other}"), None)),
-        }
+        self.tasks.custom(request).await
     }
 
     /// 2026-07-28 `subscriptions/listen`: the gateway's tools are all it offers, so only their
@@ -259,54 +215,6 @@ impl GatewayMcp {
     }
 }
 
-/// A relayed call as a task: the app's questions become the task's `inputRequests` (answered
-/// through `tasks/update`), its progress messages the task's status message, and `tasks/cancel`
-/// cancels the call in the app.
-async fn run_as_task(
-    mut call: RelayedCall<ToolResult>,
-    task: TaskContext,
-    module: Arc<crate::module_host::ModuleHost>,
-) -> Result<CallToolResult, TaskExit> {
-    loop {
-        let step = tokio::select! {
-            step = call.next() => step,
-            // Dropping the call cancels it in the module, which tells the app.
-            _ = task.cancelled() => return Err(TaskExit::Cancelled),
-        };
-        match step {
-            Step::Done(result) => return Ok(to_call_tool_result(result)),
-            Step::Event(RelayEvent::Notification(message)) => {
-                if message["method"] == "notifications/progress" {
-                    let p = &message["params"];
-                    let text = match (p["message"].as_str(), p["progress"].as_f64(), p["total"].as_f64()) {
-                        (Some(m), _, _) => m.to_string(),
-                        (None, Some(done), Some(total)) => format!("{done} of {total}"),
-                        (None, Some(done), None) => format!("{done}"),
-                        _ => continue,
-                    };
-                    task.set_status_message(text);
-                }
-            }
-            Step::Event(RelayEvent::Request { key, method, params }) => {
-                let answer = match serde_json::from_value::<InputRequest>(RelayEvent::request_body(&method, &params)) {
-                    Ok(input) => {
-                        let asked = tokio::select! {
-                            a = task.request_input(key.clone(), input) => a,
-                            _ = task.cancelled() => return Err(TaskExit::Cancelled),
-                        };
-                        match asked {
-                            Ok(value) => Ok(value),
-                            Err(TaskExit::Cancelled) => return Err(TaskExit::Cancelled),
-                            Err(TaskExit::Error(e)) => Err(error_object(e.code.0 as i64, e.message.to_string())),
-                        }
-                    }
-                    Err(e) => Err(error_object(-32602, format!("'{method}' cannot be put to a task's client: {e}"))),
-                };
-                module.respond(call.call_id, &key, answer).await;
-            }
-        }
-    }
-}
 
 /// The result as the app sent it — every content block, `structuredContent`, `_meta` — except
 /// what R20 withholds from a model (structured content of UI-linked tools), plus the UI the
@@ -410,8 +318,7 @@ pub fn service(
         registry,
         compatibility,
         parked: Arc::new(Parked::default()),
-        tasks: Arc::new(TaskManager::new()),
-        task_ids: Default::default(),
+        tasks: Arc::new(Tasks::default()),
     };
     StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes))
 }

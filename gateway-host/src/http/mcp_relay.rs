@@ -6,8 +6,9 @@
 //!   on the request's stream; a 2026-07-28 client gets the revision's `input_required` result
 //!   and answers by retrying with `inputResponses` and the `requestState` it was given, while
 //!   the call waits in [`Parked`];
-//! - a 2026-07-28 client that did not declare the capability a question needs gets the call
-//!   refused with "missing required client capability" (-32021). Initialize-era clients keep
+//! - a 2026-07-28 client that did not declare the capability a sampling or elicitation question
+//!   needs gets the call refused with "missing required client capability" (-32021); a roots
+//!   question it cannot answer is declined to the app (see [`drive`]). Initialize-era clients keep
 //!   their earlier rule: the module answers the app with an error, and the tool reports it;
 //! - the client's cancel drops the call, which cancels it in the module and at the app.
 
@@ -112,7 +113,16 @@ pub async fn drive<T: Send + 'static>(
                 if modern {
                     let needed = host_abi::relay::REQUEST_CAPABILITIES.iter().find(|(m, _)| *m == method);
                     if let Some((_, capability)) = needed.filter(|(_, c)| !declares(context, c)) {
-                        // Dropping the call cancels it at the app.
+                        // Apps ask for roots on their own account too (after the handshake, on a
+                        // roots change), and over stdio nothing ties such a question to a call:
+                        // it is declined to the app and the call goes on. Sampling and
+                        // elicitation are asked for a call's sake: the call is refused, and
+                        // dropping it cancels it at the app.
+                        if *capability == "roots" {
+                            let error = error_object(-32601, format!("the client of this call does not support roots ('{method}' is unavailable)"));
+                            module.respond(call.call_id, &key, Err(error)).await;
+                            continue;
+                        }
                         return Err(missing_capability(capability));
                     }
                     // 2026-07-28: no server-to-client requests; the client answers by retrying.

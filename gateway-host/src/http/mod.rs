@@ -28,6 +28,7 @@ pub mod gateway_mcp;
 mod health;
 mod jsonrpc_gate;
 mod mcp_relay;
+mod mcp_tasks;
 mod tools;
 
 /// What every handler may need.

@@ -9,7 +9,10 @@
 //! when the client retries with its `inputResponses`.
 //!
 //! Every failure to reach the client is a tool error (isError) whose text starts with the tool's name
-//! and a colon (`sample: `, `elicit: `, `roots: `) and says what went wrong.
+//! and a colon (`sample: `, `elicit: `, `roots: `) and says what went wrong — except that a
+//! 2026-07-28 request whose client did not declare the capability is refused as that revision
+//! specifies: JSON-RPC error -32021 (Missing Required Client Capability) with
+//! `data.requiredCapabilities`, as rmcp and the official SDKs' servers do.
 
 // Sampling, roots and logging are deprecated by SEP-2577 but are what these tools exist to test.
 #![allow(deprecated)]
@@ -232,9 +235,9 @@ pub async fn call(
     let response: CallToolResponse = match request.name.as_ref() {
         "progress" => progress(&args, request, context, closing).await.into(),
         "log" => log(&args, request, context).await.into(),
-        "sample" => return Some(Ok(sample(&args, request, context, closing).await)),
-        "elicit" => return Some(Ok(elicit(&args, request, context, closing).await)),
-        "roots" => return Some(Ok(roots(&args, request, context, closing).await)),
+        "sample" => return Some(sample(&args, request, context, closing).await),
+        "elicit" => return Some(elicit(&args, request, context, closing).await),
+        "roots" => return Some(roots(&args, request, context, closing).await),
         "cancellable" => match u64_arg(&args, "ms") {
             Some(ms) => {
                 let started = Instant::now();
@@ -384,6 +387,16 @@ async fn await_client<T, E: std::fmt::Display>(
     }
 }
 
+/// A client that did not declare `required` (a ClientCapabilities object): on 2026-07-28 the
+/// revision's -32021 refusal, on initialize-era sessions the tool's own clear error.
+fn not_capable(context: &RequestContext<RoleServer>, required: Value, tool_error_text: &str) -> Result<CallToolResponse, McpError> {
+    if is_modern(context) {
+        let required: ClientCapabilities = serde_json::from_value(required).unwrap_or_default();
+        return Err(McpError::missing_required_client_capability(required));
+    }
+    Ok(tool_error(tool_error_text).into())
+}
+
 fn client_timeout(args: &JsonObject) -> Duration {
     Duration::from_millis(u64_arg(args, "timeoutMs").unwrap_or(DEFAULT_CLIENT_TIMEOUT_MS))
 }
@@ -428,26 +441,26 @@ async fn sample(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     closing: &CancellationToken,
-) -> CallToolResponse {
+) -> Result<CallToolResponse, McpError> {
     let Some(prompt) = args.get("prompt").and_then(Value::as_str) else {
-        return tool_error("sample: missing string argument `prompt`").into();
+        return Ok(tool_error("sample: missing string argument `prompt`").into());
     };
     if let Some(answer) = input_response(request, "sample") {
-        return sample_done(answer).into();
+        return Ok(sample_done(answer).into());
     }
     let capable = context.client_capabilities().is_some_and(|c| c.sampling.is_some());
     if !capable {
-        return tool_error("sample: the client cannot sample: it did not declare the sampling capability").into();
+        return not_capable(context, json!({"sampling": {}}), "sample: the client cannot sample: it did not declare the sampling capability");
     }
     let max_tokens = u64_arg(args, "maxTokens").unwrap_or(100).min(u32::MAX as u64) as u32;
     let params = CreateMessageRequestParams::new(vec![SamplingMessage::user_text(prompt)], max_tokens);
     if is_modern(context) {
-        return input_required("sample", InputRequest::CreateMessage(CreateMessageRequest::new(params)));
+        return Ok(input_required("sample", InputRequest::CreateMessage(CreateMessageRequest::new(params))));
     }
-    match await_client("sample", "sampling", context.peer.create_message(params), client_timeout(args), context, closing).await {
+    Ok(match await_client("sample", "sampling", context.peer.create_message(params), client_timeout(args), context, closing).await {
         Ok(answer) => sample_done(&serde_json::to_value(&answer).unwrap_or(Value::Null)).into(),
         Err(result) => result.into(),
-    }
+    })
 }
 
 fn elicit_done(answer: &Value) -> CallToolResult {
@@ -470,12 +483,16 @@ async fn elicit(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     closing: &CancellationToken,
-) -> CallToolResponse {
+) -> Result<CallToolResponse, McpError> {
     if let Some(answer) = input_response(request, "elicit") {
-        return elicit_done(answer).into();
+        return Ok(elicit_done(answer).into());
     }
     if !can_elicit_forms(context.client_capabilities()) {
-        return tool_error("elicit: the client cannot elicit: it did not declare the elicitation capability (form mode)").into();
+        return not_capable(
+            context,
+            json!({"elicitation": {"form": {}}}),
+            "elicit: the client cannot elicit: it did not declare the elicitation capability (form mode)",
+        );
     }
     let message = args
         .get("message")
@@ -488,12 +505,12 @@ async fn elicit(
         requested_schema: elicit_schema(),
     };
     if is_modern(context) {
-        return input_required("elicit", InputRequest::Elicitation(ElicitRequest::new(params)));
+        return Ok(input_required("elicit", InputRequest::Elicitation(ElicitRequest::new(params))));
     }
-    match await_client("elicit", "elicitation", context.peer.create_elicitation(params), client_timeout(args), context, closing).await {
+    Ok(match await_client("elicit", "elicitation", context.peer.create_elicitation(params), client_timeout(args), context, closing).await {
         Ok(answer) => elicit_done(&serde_json::to_value(&answer).unwrap_or(Value::Null)).into(),
         Err(result) => result.into(),
-    }
+    })
 }
 
 fn roots_done(answer: &Value) -> CallToolResult {
@@ -513,21 +530,21 @@ async fn roots(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     closing: &CancellationToken,
-) -> CallToolResponse {
+) -> Result<CallToolResponse, McpError> {
     if let Some(answer) = input_response(request, "roots") {
-        return roots_done(answer).into();
+        return Ok(roots_done(answer).into());
     }
     let capable = context.client_capabilities().is_some_and(|c| c.roots.is_some());
     if !capable {
-        return tool_error("roots: the client cannot list roots: it did not declare the roots capability").into();
+        return not_capable(context, json!({"roots": {}}), "roots: the client cannot list roots: it did not declare the roots capability");
     }
     if is_modern(context) {
-        return input_required("roots", InputRequest::ListRoots(ListRootsRequest::default()));
+        return Ok(input_required("roots", InputRequest::ListRoots(ListRootsRequest::default())));
     }
-    match await_client("roots", "roots/list", context.peer.list_roots(), client_timeout(args), context, closing).await {
+    Ok(match await_client("roots", "roots/list", context.peer.list_roots(), client_timeout(args), context, closing).await {
         Ok(answer) => roots_done(&serde_json::to_value(&answer).unwrap_or(Value::Null)).into(),
         Err(result) => result.into(),
-    }
+    })
 }
 
 #[cfg(test)]
