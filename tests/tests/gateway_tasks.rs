@@ -17,6 +17,7 @@ use rmcp::model::{
 };
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::service::ClientServiceExt;
 use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use support::*;
@@ -40,9 +41,27 @@ fn gateway_with_test_app() -> (tempfile::TempDir, GatewayProcess) {
 }
 
 async fn tasks_client(url: &str, capabilities: Value) -> RunningService<RoleClient, InitializeRequestParams> {
+    client_of(url, capabilities, false).await
+}
+
+/// A client of `url`: initialize-first (2025-11-25), or discover-first (2026-07-28, stateless).
+async fn client_of(url: &str, capabilities: Value, discover_first: bool) -> RunningService<RoleClient, InitializeRequestParams> {
     let capabilities: ClientCapabilities = serde_json::from_value(capabilities).unwrap();
     let info = InitializeRequestParams::new(capabilities, Implementation::new("gateway-tasks-test", "1.0.0"));
-    info.serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.expect("connecting to /mcp")
+    let transport = StreamableHttpClientTransport::from_uri(url.to_string());
+    let client = if discover_first {
+        let lifecycle =
+            rmcp::service::ClientLifecycleMode::Discover { preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28] };
+        info.serve_with_lifecycle(transport, lifecycle).await
+    } else {
+        info.serve(transport).await
+    };
+    let client = client.unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+    if discover_first {
+        let version = client.peer_info().map(|i| i.protocol_version.to_string());
+        assert_eq!(version.as_deref(), Some("2026-07-28"), "harness: the client must speak 2026-07-28");
+    }
+    client
 }
 
 fn arguments(value: Value) -> serde_json::Map<String, Value> {
@@ -80,69 +99,74 @@ fn status(got: &GetTaskResult) -> TaskStatus {
     got.task.task.status.clone()
 }
 
+/// On both endpoints (`/mcp`: names with the app's prefix; `/apps/mcp/t`: the app's own names),
+/// for an initialize-era client and a 2026-07-28 one.
 #[test]
 fn task_augmented_calls_are_polled_cancelled_and_answered() {
     let (_dir, gw) = gateway_with_test_app();
-    let url = gw.url("/mcp");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    runtime.block_on(async {
-        let caps = json!({ "elicitation": { "form": {} }, "extensions": { "io.modelcontextprotocol/tasks": {} } });
-        let client = tasks_client(&url, caps).await;
-
-        // Created, polled, completed with the app's own result — also through tasks/result, and
-        // listed by tasks/list.
-        let task_id = start_task(&client, "t.cancellable", json!({ "ms": 400 })).await;
-        let first = client.get_task(GetTaskParams::new(task_id.clone())).await.expect("tasks/get");
-        assert!(matches!(status(&first), TaskStatus::Working | TaskStatus::Completed), "{first:?}");
-        let waited = custom(&client, "tasks/result", json!({ "taskId": task_id })).await;
-        assert!(waited.to_string().contains("cancellable finished after 400 ms"), "{waited}");
-        let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
-        let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
-        assert!(Value::Object(result.clone()).to_string().contains("cancellable finished after 400 ms"), "{result:?}");
-        let listed = custom(&client, "tasks/list", json!({})).await;
-        assert!(listed["tasks"].to_string().contains(&task_id), "{listed}");
-
-        // Cancelled: the task ends cancelled and the app saw the cancellation.
-        let before = cancellations(&url).await;
-        let task_id = start_task(&client, "t.cancellable", json!({ "ms": 30000 })).await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        client.cancel_task(CancelTaskParams::new(task_id.clone())).await.expect("tasks/cancel");
-        poll_until(&client, &task_id, |t| status(t) == TaskStatus::Cancelled).await;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while cancellations(&url).await <= before {
-            assert!(Instant::now() < deadline, "the app never observed the cancelled task's call");
-            tokio::time::sleep(Duration::from_millis(100)).await;
+    for (path, prefix) in [("/mcp", "t."), ("/apps/mcp/t", "")] {
+        for discover_first in [false, true] {
+            runtime.block_on(tasks_at(&gw.url(path), prefix, discover_first));
         }
-
-        // An app's question becomes the task's inputRequests, answered through tasks/update.
-        let task_id = start_task(&client, "t.elicit", json!({ "message": "pick one" })).await;
-        let asking = poll_until(&client, &task_id, |t| status(t) == TaskStatus::InputRequired).await;
-        let TaskPayload::InputRequired { input_requests } = &asking.task.payload else { panic!("{asking:?}") };
-        let (key, request) = input_requests.iter().next().expect("one question");
-        assert!(serde_json::to_value(request).unwrap().to_string().contains("elicitation/create"), "{request:?}");
-        let answer = json!({ "action": "accept", "content": { "name": "tasks", "color": "green", "count": 3 } });
-        client
-            .update_task(UpdateTaskParams::new(task_id.clone(), [(key.clone(), answer)].into_iter().collect()))
-            .await
-            .expect("tasks/update");
-        let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
-        let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
-        assert!(Value::Object(result.clone()).to_string().contains("green"), "{result:?}");
-
-        let _ = client.cancel().await;
-    });
+    }
 }
 
-/// How many cancellations the test app has observed (its `cancellations` tool, called by a
-/// client without the tasks extension, which gets plain results).
-async fn cancellations(url: &str) -> u64 {
-    cancellations_of(url, "t").await
+async fn tasks_at(url: &str, prefix: &str, discover_first: bool) {
+    let url = url.to_string();
+    let tool = |name: &str| format!("{prefix}{name}");
+    let caps = json!({ "elicitation": { "form": {} }, "extensions": { "io.modelcontextprotocol/tasks": {} } });
+    let client = client_of(&url, caps, discover_first).await;
+
+    // Created, polled, completed with the app's own result — also through tasks/result, and
+    // listed by tasks/list.
+    let task_id = start_task(&client, &tool("cancellable"), json!({ "ms": 400 })).await;
+    let first = client.get_task(GetTaskParams::new(task_id.clone())).await.expect("tasks/get");
+    assert!(matches!(status(&first), TaskStatus::Working | TaskStatus::Completed), "{first:?}");
+    let waited = custom(&client, "tasks/result", json!({ "taskId": task_id })).await;
+    assert!(waited.to_string().contains("cancellable finished after 400 ms"), "{url}: {waited}");
+    let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
+    let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
+    assert!(Value::Object(result.clone()).to_string().contains("cancellable finished after 400 ms"), "{result:?}");
+    let listed = custom(&client, "tasks/list", json!({})).await;
+    assert!(listed["tasks"].to_string().contains(&task_id), "{listed}");
+
+    // Cancelled: the task ends cancelled and the app saw the cancellation.
+    let before = cancellations_of(&url, &tool("cancellations")).await;
+    let task_id = start_task(&client, &tool("cancellable"), json!({ "ms": 30000 })).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    client.cancel_task(CancelTaskParams::new(task_id.clone())).await.expect("tasks/cancel");
+    poll_until(&client, &task_id, |t| status(t) == TaskStatus::Cancelled).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cancellations_of(&url, &tool("cancellations")).await <= before {
+        assert!(Instant::now() < deadline, "{url}: the app never observed the cancelled task's call");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // An app's question becomes the task's inputRequests, answered through tasks/update.
+    let task_id = start_task(&client, &tool("elicit"), json!({ "message": "pick one" })).await;
+    let asking = poll_until(&client, &task_id, |t| status(t) == TaskStatus::InputRequired).await;
+    let TaskPayload::InputRequired { input_requests } = &asking.task.payload else { panic!("{asking:?}") };
+    let (key, request) = input_requests.iter().next().expect("one question");
+    assert!(serde_json::to_value(request).unwrap().to_string().contains("elicitation/create"), "{request:?}");
+    let answer = json!({ "action": "accept", "content": { "name": "tasks", "color": "green", "count": 3 } });
+    client
+        .update_task(UpdateTaskParams::new(task_id.clone(), [(key.clone(), answer)].into_iter().collect()))
+        .await
+        .expect("tasks/update");
+    let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
+    let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
+    assert!(Value::Object(result.clone()).to_string().contains("green"), "{url}: {result:?}");
+
+    let _ = client.cancel().await;
 }
 
-async fn cancellations_of(url: &str, app: &str) -> u64 {
+/// How many cancellations the test app has observed (its `cancellations` tool, by the name it
+/// has at `url`, called by a client without the tasks extension, which gets plain results).
+async fn cancellations_of(url: &str, tool: &str) -> u64 {
     let client = tasks_client(url, json!({})).await;
     let result = client
-        .call_tool(CallToolRequestParams::new(format!("{app}.cancellations")).with_arguments(arguments(json!({}))))
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(arguments(json!({}))))
         .await
         .expect("cancellations");
     let _ = client.cancel().await;
@@ -205,7 +229,7 @@ fn an_app_that_runs_calls_as_tasks_is_driven_through_them() {
         assert!(text.contains("green") && text.contains("(as a task)"), "{text}");
 
         // The caller's cancel becomes tasks/cancel: the app observes it.
-        let before = cancellations_of(&url, "k").await;
+        let before = cancellations_of(&url, "k.cancellations").await;
         let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(call(
             "k.cancellable",
             json!({ "ms": 30000 }),
@@ -218,7 +242,7 @@ fn an_app_that_runs_calls_as_tasks_is_driven_through_them() {
         tokio::time::sleep(Duration::from_millis(500)).await;
         handle.cancel(Some("test cancels".into())).await.expect("cancel sent");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while cancellations_of(&url, "k").await <= before {
+        while cancellations_of(&url, "k.cancellations").await <= before {
             assert!(Instant::now() < deadline, "the app never saw its task cancelled: {}", gw.logs());
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
