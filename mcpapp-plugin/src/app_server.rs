@@ -23,6 +23,7 @@ use crate::install_state::{AppState, InstallState};
 use crate::manifest::{Manifest, Transport};
 use crate::process::AppProcess;
 use crate::relay::{CallRelay, Relays};
+use crate::subscriptions::{Listener, SubscribeError, SubscribedUris};
 use crate::upstream::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
 
 /// Crash-loop cap (SPEC R17): this many losses within [`CRASH_WINDOW`] keep the app Failed until an
@@ -64,6 +65,9 @@ pub enum CallError {
 pub struct Live {
     pub session: Session,
     pub catalog: RwLock<Catalog>,
+    /// The `subscriptions/listen` stream of a 2026-07-28 session (`subscriptions.rs`); `None`
+    /// for initialize-era sessions, whose apps push their notifications.
+    listener: Option<Listener>,
     /// Fires when the session is lost or being stopped.
     closing: CancellationToken,
     closing_reason: Mutex<Option<String>>,
@@ -116,6 +120,9 @@ pub struct AppServer {
     supervision: Mutex<Supervision>,
     generation: AtomicU64,
     op_lock: tokio::sync::Mutex<()>,
+    /// Resource URIs the browser proxy's clients subscribed to, for apps without
+    /// `resources/subscribe` (2026-07-28 sessions listen for them instead). Kept across restarts.
+    subscribed: SubscribedUris,
 }
 
 impl AppServer {
@@ -129,6 +136,7 @@ impl AppServer {
             supervision: Mutex::new(Supervision::default()),
             generation: AtomicU64::new(0),
             op_lock: tokio::sync::Mutex::new(()),
+            subscribed: SubscribedUris::default(),
         })
     }
 
@@ -285,11 +293,18 @@ impl AppServer {
             }
         };
         let session = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds));
+        let closing = CancellationToken::new();
+        // Listening starts before enumeration, so a change right after it is heard.
+        let listener = match session.is_subscription_era() {
+            true => Some(Listener::start(&self.key, &session, self.subscribed.clone(), &closing, session.request_timeout).await),
+            false => None,
+        };
         let catalog = catalog::enumerate(&session, &self.key, self.ctx.relaxed_schema).await?;
         let live = Live {
             session,
             catalog: RwLock::new(catalog),
-            closing: CancellationToken::new(),
+            listener,
+            closing,
             closing_reason: Mutex::new(None),
             stop: CancellationToken::new(),
             stopped: Mutex::new(None),
@@ -363,7 +378,15 @@ impl AppServer {
 
     async fn refresh(&self, live: &Live, signal: UpstreamSignal) {
         let relaxed = self.ctx.relaxed_schema;
-        match catalog::enumerate(&live.session, &self.key, relaxed).await {
+        // A stop (or loss) during the refresh ends it: the session is closing, so its lists
+        // would fail one by one with warnings, and the catalog goes with the session anyway.
+        // `closing` fires before the session is closed, so biased, it is seen first.
+        let fresh = tokio::select! {
+            biased;
+            _ = live.closing.cancelled() => return,
+            fresh = catalog::enumerate(&live.session, &self.key, relaxed) => fresh,
+        };
+        match fresh {
             Ok(fresh) => {
                 *live.catalog.write() = fresh;
                 tracing::info!(app = %self.key, "McpApp '{}' lists changed ({signal:?}); refreshed", self.key);
@@ -451,6 +474,9 @@ impl AppServer {
         relay: Option<&CallRelay>,
     ) -> Result<Value, CallError> {
         let live = self.live().ok_or_else(|| CallError::NotRunning { app: self.key.clone(), state: self.state() })?;
+        if let ("resources/subscribe" | "resources/unsubscribe", Some(listener)) = (method, live.listener.as_ref()) {
+            return self.listen_for_resource(&live, listener, method, params.as_ref()).await;
+        }
         let mut params = params;
         for _round in 0..MAX_INPUT_ROUNDS {
             let result = tokio::select! {
@@ -477,6 +503,43 @@ impl AppServer {
             app: self.key.clone(),
             reason: format!("'{method}' still asked for input after {MAX_INPUT_ROUNDS} rounds"),
         })
+    }
+
+    /// `resources/subscribe` / `resources/unsubscribe` for a 2026-07-28 session, where the app
+    /// has neither: the URI joins (leaves) the app's subscribed set, the listen stream is re-opened
+    /// for it, and the caller gets the empty result the legacy methods have. Updates then reach
+    /// the host like any notification of the app (`upstream.notification`).
+    async fn listen_for_resource(
+        &self,
+        live: &Live,
+        listener: &Listener,
+        method: &str,
+        params: Option<&Value>,
+    ) -> Result<Value, CallError> {
+        let refuse = |code: i32, message: String| CallError::Upstream {
+            app: self.key.clone(),
+            source: UpstreamError::Remote { code, message, data: None },
+        };
+        let Some(uri) = params.and_then(|p| p.get("uri")).and_then(Value::as_str) else {
+            return Err(refuse(rmcp::model::ErrorCode::INVALID_PARAMS.0, format!("Invalid params: {method} needs a string 'uri'")));
+        };
+        let subscribe = method == "resources/subscribe";
+        let outcome = tokio::select! {
+            outcome = listener.set_subscribed(uri, subscribe, live.session.request_timeout) => outcome,
+            _ = live.closing.cancelled() => return Err(CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }),
+        };
+        match outcome {
+            Ok(()) => Ok(json!({})),
+            Err(SubscribeError::Unsupported) => Err(refuse(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND.0,
+                format!("Method not found: McpApp '{}' does not support resource subscriptions", self.key),
+            )),
+            Err(SubscribeError::NotAccepted(uri)) => Err(refuse(
+                rmcp::model::ErrorCode::INVALID_PARAMS.0,
+                format!("McpApp '{}' did not accept a subscription to '{uri}'", self.key),
+            )),
+            Err(SubscribeError::Failed(why)) => Err(CallError::Lost { app: self.key.clone(), reason: format!("subscribing to '{uri}' failed: {why}") }),
+        }
     }
 
     /// An app that runs the request as a task (MCP Tasks, SEP-2663 — the gateway declares the

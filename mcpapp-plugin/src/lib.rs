@@ -33,6 +33,7 @@ pub mod registry;
 pub mod ordering;
 pub mod relay;
 pub mod runtime;
+pub mod subscriptions;
 pub mod tool_bridge;
 pub mod upstream;
 pub mod validate;

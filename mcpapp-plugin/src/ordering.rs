@@ -4,7 +4,9 @@
 //! messages (or progress steps) sent back to back can reach the handler — and so the client the
 //! gateway relays them to — the other way round. [`Sequenced`] numbers notifications as they
 //! come off the transport (which is read sequentially), and [`OrderGate`] lets the handler take
-//! them in that order. A number that never reaches the handler (rmcp consumes a few kinds
+//! them in that order — the handler and the readers of `subscriptions/listen` streams alike
+//! (`upstream::Notifier::deliver`), since rmcp hands a listen stream's notifications to its
+//! reader, not to the handler. A number that never reaches either (rmcp consumes a few kinds
 //! itself) holds the next one back for at most [`GAP_WAIT`].
 
 use std::future::Future;
@@ -13,7 +15,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rmcp::model::GetExtensions as _;
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
-use rmcp::model::JsonRpcMessage;
+use rmcp::model::{JsonRpcMessage, ServerNotification};
 use rmcp::transport::Transport;
 use tokio::sync::Notify;
 
@@ -47,8 +49,13 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Sequenced<T> {
         async move {
             let mut message = self.inner.receive().await?;
             if let JsonRpcMessage::Notification(n) = &mut message {
-                n.notification.extensions_mut().insert(Seq(self.next));
-                self.next += 1;
+                // A listen stream's acknowledgment never reaches the handler or the stream's
+                // reader (rmcp's `Peer::listen` takes it): numbering it would hold the next
+                // notification back for the gap wait.
+                if !matches!(n.notification, ServerNotification::SubscriptionsAcknowledgedNotification(_)) {
+                    n.notification.extensions_mut().insert(Seq(self.next));
+                    self.next += 1;
+                }
             }
             Some(message)
         }

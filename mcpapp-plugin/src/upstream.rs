@@ -14,8 +14,8 @@ use std::time::Duration;
 #[allow(deprecated)]
 use rmcp::model::{
     CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, CreateMessageResult,
-    CustomRequest, CustomResult, ElicitResult, ErrorCode, Implementation, InitializeRequestParams, ListRootsResult,
-    ProtocolVersion, ServerNotification, ServerRequest,
+    CustomRequest, CustomResult, ElicitResult, ErrorCode, GetExtensions as _, Implementation, InitializeRequestParams,
+    ListRootsResult, ProtocolVersion, ServerNotification, ServerRequest,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt as _, InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions,
@@ -96,12 +96,26 @@ pub enum UpstreamSignal {
 /// the client of the call they belong to (`relay.rs`), and reports the rest as module events.
 pub struct UpstreamHandler {
     app_id: String,
+    relays: Arc<Relays>,
+    notifier: Notifier,
+    info: InitializeRequestParams,
+}
+
+/// Where every notification of an app's session goes, whichever way it arrived: pushed by the
+/// app (initialize-era sessions, through [`UpstreamHandler`]) or delivered on a
+/// `subscriptions/listen` stream (2026-07-28 sessions, `subscriptions.rs`). Cheap to clone.
+#[derive(Clone)]
+pub struct Notifier {
+    inner: Arc<NotifierInner>,
+}
+
+struct NotifierInner {
+    app_id: String,
     events: EventSink,
     signals: mpsc::UnboundedSender<UpstreamSignal>,
     relays: Arc<Relays>,
     /// The app's notifications are handled in the order it sent them (see `ordering.rs`).
     order: OrderGate,
-    info: InitializeRequestParams,
 }
 
 /// What the gateway declares to apps: the MCP Apps UI extension, MCP Tasks, and sampling,
@@ -134,7 +148,20 @@ impl UpstreamHandler {
         client.name = "openclaw-gateway".into();
         client.version = host_version.to_string();
         let info = InitializeRequestParams::new(gateway_client_capabilities(), client).with_protocol_version(protocol);
-        UpstreamHandler { app_id: app_id.to_string(), events, signals, relays, order: OrderGate::default(), info }
+        let notifier = Notifier {
+            inner: Arc::new(NotifierInner {
+                app_id: app_id.to_string(),
+                events,
+                signals,
+                relays: relays.clone(),
+                order: OrderGate::default(),
+            }),
+        };
+        UpstreamHandler { app_id: app_id.to_string(), relays, notifier, info }
+    }
+
+    pub fn notifier(&self) -> Notifier {
+        self.notifier.clone()
     }
 }
 
@@ -194,9 +221,7 @@ impl Service<RoleClient> for UpstreamHandler {
         context: NotificationContext<RoleClient>,
     ) -> Result<(), ErrorData> {
         let seq = context.extensions.get::<Seq>().copied();
-        self.order.wait_turn(seq).await;
-        self.notify(notification);
-        self.order.done(seq);
+        self.notifier.deliver(notification, seq).await;
         Ok(())
     }
 
@@ -205,7 +230,33 @@ impl Service<RoleClient> for UpstreamHandler {
     }
 }
 
-impl UpstreamHandler {
+impl Notifier {
+    /// Handles one notification in its turn (the order the app sent it, `ordering.rs`). `seq` is
+    /// its arrival number; its `_meta` and extensions were taken off it already, as rmcp does
+    /// before it calls the handler (see [`Notifier::detach`]).
+    pub async fn deliver(&self, notification: ServerNotification, seq: Option<Seq>) {
+        self.inner.order.wait_turn(seq).await;
+        self.notify(notification);
+        self.inner.order.done(seq);
+    }
+
+    /// Takes a notification's extensions (its arrival number and its `_meta`) off it, exactly as
+    /// rmcp does before handing one to [`UpstreamHandler::handle_notification`], so that one
+    /// delivered on a `subscriptions/listen` stream reaches [`Notifier::deliver`] in the same shape.
+    /// The `_meta` of such a notification carries the gateway's own listen request id
+    /// (`io.modelcontextprotocol/subscriptionId`), which means nothing to the host's clients: a
+    /// 2026-07-28 client would take it for the id of a listen request of its own.
+    pub fn detach(mut notification: ServerNotification) -> (ServerNotification, Option<Seq>) {
+        let extensions = std::mem::take(notification.extensions_mut());
+        (notification, extensions.get::<Seq>().copied())
+    }
+
+    /// Asks the supervisor to refresh a list, without a notification from the app (a listen
+    /// stream was re-opened and changes in between may have gone unheard).
+    pub fn signal(&self, signal: UpstreamSignal) {
+        let _ = self.inner.signals.send(signal);
+    }
+
     /// Reports one notification: to the relayed call it belongs to, else to the host's
     /// subscribers; list changes also to the supervisor.
     fn notify(&self, notification: ServerNotification) {
@@ -216,21 +267,29 @@ impl UpstreamHandler {
             _ => None,
         };
         if let Some(signal) = signal {
-            let _ = self.signals.send(signal);
+            self.signal(signal);
         }
-        let mut message = serde_json::to_value(&notification).unwrap_or(Value::Null);
-        if let Value::Object(map) = &mut message {
-            map.insert("jsonrpc".into(), json!("2.0"));
-        }
-        if !self.relays.route_notification(&self.app_id, &message) {
-            self.events.upstream_notification(&self.app_id, message);
+        let message = notification_message(&notification);
+        let app_id = &self.inner.app_id;
+        if !self.inner.relays.route_notification(app_id, &message) {
+            self.inner.events.upstream_notification(app_id, message);
         }
     }
+}
+
+/// A notification as the JSON-RPC message the host (or a relayed call's client) gets.
+fn notification_message(notification: &ServerNotification) -> Value {
+    let mut message = serde_json::to_value(notification).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut message {
+        map.insert("jsonrpc".into(), json!("2.0"));
+    }
+    message
 }
 
 /// A live session to one app.
 pub struct Session {
     peer: Peer<RoleClient>,
+    notifier: Notifier,
     /// Taken out by [`Session::shut`], which waits for the session's end (an http app is told
     /// to forget it) — so the service lives behind a lock while requests use the peer.
     service: parking_lot::Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
@@ -239,7 +298,27 @@ pub struct Session {
 
 impl Session {
     pub fn new(service: RunningService<RoleClient, UpstreamHandler>, request_timeout: Duration) -> Session {
-        Session { peer: service.peer().clone(), service: parking_lot::Mutex::new(Some(service)), request_timeout }
+        Session {
+            peer: service.peer().clone(),
+            notifier: service.service().notifier(),
+            service: parking_lot::Mutex::new(Some(service)),
+            request_timeout,
+        }
+    }
+
+    /// Where this session's notifications go (also those of its `subscriptions/listen` streams).
+    pub fn notifier(&self) -> Notifier {
+        self.notifier.clone()
+    }
+
+    pub fn peer(&self) -> &Peer<RoleClient> {
+        &self.peer
+    }
+
+    /// The session negotiated the 2026-07-28 revision or later: the app sends list changes and
+    /// resource updates only on `subscriptions/listen` streams, and has no `resources/subscribe`.
+    pub fn is_subscription_era(&self) -> bool {
+        self.peer.peer_info().is_some_and(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
     }
 
     /// Sends one request and returns the raw JSON result, bounded by the request timeout.
@@ -424,3 +503,39 @@ pub async fn connect_http(
 
 /// Shared handle to a session.
 pub type SharedSession = Arc<Session>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::GetMeta as _;
+
+    /// A notification as rmcp's client receives it off the wire, numbered by `Sequenced`.
+    fn received(message: Value, seq: u64) -> ServerNotification {
+        let mut notification: ServerNotification = serde_json::from_value(message).unwrap();
+        notification.extensions_mut().insert(Seq(seq));
+        notification
+    }
+
+    #[test]
+    fn a_listen_streams_notification_is_forwarded_without_the_gateways_subscription_id() {
+        let cases = [
+            json!({ "jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+                    "params": { "_meta": { "io.modelcontextprotocol/subscriptionId": 3 } } }),
+            json!({ "jsonrpc": "2.0", "method": "notifications/resources/updated",
+                    "params": { "uri": "test://readme", "_meta": { "io.modelcontextprotocol/subscriptionId": "s-1" } } }),
+        ];
+        for (n, message) in cases.into_iter().enumerate() {
+            let notification = received(message.clone(), 7 + n as u64);
+            assert!(notification.get_meta().subscription_id().is_some(), "{message}");
+            let (notification, seq) = Notifier::detach(notification);
+            assert_eq!(seq, Some(Seq(7 + n as u64)));
+            let forwarded = notification_message(&notification);
+            assert!(!forwarded.to_string().contains("subscriptionId"), "{forwarded}");
+            assert_eq!(forwarded["method"], message["method"]);
+            assert_eq!(forwarded["jsonrpc"], "2.0");
+            if let Some(uri) = message.pointer("/params/uri") {
+                assert_eq!(forwarded["params"]["uri"], *uri);
+            }
+        }
+    }
+}

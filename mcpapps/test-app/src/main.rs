@@ -84,6 +84,15 @@ struct Cli {
     /// Make this list answer with an error: prompts, resources or templates (repeatable).
     #[arg(long, value_name = "LIST")]
     fail_list: Vec<String>,
+    /// Advertise `resources.subscribe` and add the tool `touch_resource`, which sends
+    /// `notifications/resources/updated` for a URI to the listen streams that asked for it
+    /// (2026-07-28) and to the initialize-era sessions that subscribed to it.
+    #[arg(long)]
+    resource_updates: bool,
+    /// Add the tool `end_listens`, which ends every open `subscriptions/listen` stream (as a
+    /// server going away does: with the final result), while the sessions live on.
+    #[arg(long)]
+    end_listens_tool: bool,
     /// Start a sleeping grandchild process (`sleep 3600`, in this process's group) and write its
     /// PID to this file.
     #[arg(long, value_name = "PATH")]
@@ -100,6 +109,12 @@ struct Shared {
     tool_changes: broadcast::Sender<()>,
     /// Peers of initialize-era sessions, which get `notifications/tools/list_changed` directly.
     legacy_peers: Mutex<Vec<Peer<RoleServer>>>,
+    /// `--resource-updates`: URIs touched, for `subscriptions/listen` streams.
+    resource_updates: broadcast::Sender<String>,
+    /// `--resource-updates`: initialize-era sessions' `resources/subscribe`s (peer, URI).
+    legacy_subscriptions: Mutex<Vec<(Peer<RoleServer>, String)>>,
+    /// `--end-listens-tool`: ends every listen stream.
+    end_listens: broadcast::Sender<()>,
     /// Cancelled when stdin reaches EOF (stdio) or on SIGTERM: long tool calls end at once so
     /// that shutdown does not wait for them.
     closing: CancellationToken,
@@ -272,6 +287,20 @@ impl TestApp {
         for extra in &self.shared.cli.extra_tool {
             tools.push(Tool::new(extra.clone(), format!("Extra tool {extra} of {name}."), no_args()));
         }
+        if self.shared.cli.end_listens_tool {
+            tools.push(Tool::new("end_listens", "End every open subscriptions/listen stream.", no_args()));
+        }
+        if self.shared.cli.resource_updates {
+            tools.push(Tool::new(
+                "touch_resource",
+                "Send notifications/resources/updated for this URI to whoever subscribed to it.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"uri": {"type": "string"}},
+                    "required": ["uri"]
+                })),
+            ));
+        }
         if self.shared.cli.schemaless {
             tools.push(Tool::new("no_schema", "A tool whose inputSchema is {}.", Arc::new(JsonObject::new())));
             tools.push(Tool::new(
@@ -303,6 +332,29 @@ impl TestApp {
             || cli.extra_tool.iter().any(|t| t == tool)
             || (cli.schemaless && (tool == "no_schema" || tool == "string_schema"))
             || self.shared.dynamic.lock().iter().any(|t| t == tool)
+    }
+
+    /// A URI `read_resource` knows (the only ones a subscription is accepted for).
+    fn is_known_resource(&self, uri: &str) -> bool {
+        uri == UI_URI || uri == README_URI || uri.strip_prefix(ITEM_PREFIX).is_some_and(|id| !id.is_empty() && !id.contains('/'))
+    }
+
+    /// `touch_resource`: tells the listen streams (which check their accepted filter) and the
+    /// initialize-era sessions subscribed to `uri`.
+    async fn touch_resource(&self, uri: String) -> CallToolResult {
+        let streams = self.shared.resource_updates.send(uri.clone()).unwrap_or(0);
+        let peers: Vec<Peer<RoleServer>> = {
+            let mut subscriptions = self.shared.legacy_subscriptions.lock();
+            subscriptions.retain(|(p, _)| !p.is_transport_closed());
+            subscriptions.iter().filter(|(_, u)| *u == uri).map(|(p, _)| p.clone()).collect()
+        };
+        let mut sessions = 0;
+        for peer in peers {
+            if peer.notify_resource_updated(ResourceUpdatedNotificationParam::new(uri.clone())).await.is_ok() {
+                sessions += 1;
+            }
+        }
+        structured_result(format!("touched {uri}"), json!({"uri": uri, "streams": streams, "sessions": sessions}))
     }
 
     async fn add_tool(&self, new: String, context: &RequestContext<RoleServer>) -> CallToolResult {
@@ -337,6 +389,11 @@ impl TestApp {
     }
 }
 
+/// Two handles of the same session.
+fn same_peer(a: &Peer<RoleServer>, b: &Peer<RoleServer>) -> bool {
+    a.peer_info().is_some_and(|x| b.peer_info().is_some_and(|y| Arc::ptr_eq(&x, &y)))
+}
+
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context
         .protocol_version()
@@ -358,6 +415,11 @@ impl ServerHandler for TestApp {
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        if self.shared.cli.resource_updates {
+            if let Some(resources) = capabilities.resources.as_mut() {
+                resources.subscribe = Some(true);
+            }
+        }
         if self.shared.cli.tasks {
             capabilities.extensions.get_or_insert_with(Default::default).insert(TASKS_EXTENSION_ID.to_string(), JsonObject::new());
         }
@@ -372,15 +434,34 @@ impl ServerHandler for TestApp {
         peers.push(context.peer);
     }
 
-    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::builder().tools_list_changed();
+        // `--resource-updates`: the URIs it knows (rmcp drops them all without the flag, since
+        // resources.subscribe is not advertised then).
+        let known: Vec<String> =
+            requested.resource_subscriptions.iter().flatten().filter(|u| self.is_known_resource(u)).cloned().collect();
+        if !known.is_empty() {
+            accepted = accepted.resource_subscriptions(known);
+        }
+        Some(accepted.build())
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
         let mut changes = self.shared.tool_changes.subscribe();
+        let mut touched = self.shared.resource_updates.subscribe();
+        let mut end = self.shared.end_listens.subscribe();
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
+                _ = end.recv() => return Ok(()),
+                uri = touched.recv() => match uri {
+                    Ok(uri) => match context.sink().notify_resource_updated(uri).await {
+                        Ok(()) | Err(rmcp::service::SubscriptionSendError::NotificationNotAccepted(_)) => {}
+                        Err(_) => return Ok(()),
+                    },
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
                 change = changes.recv() => match change {
                     Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
                         let notification = ServerNotification::ToolListChangedNotification(ToolListChangedNotification {
@@ -520,6 +601,14 @@ impl ServerHandler for TestApp {
             "show_ui" => structured_result("ui shown", json!({"shown": true})),
             "app_only" => text_result("app only"),
             "model_only" => text_result("model only"),
+            "end_listens" if self.shared.cli.end_listens_tool => {
+                let ended = self.shared.end_listens.send(()).unwrap_or(0);
+                structured_result(format!("ended {ended} listen streams"), json!({"ended": ended}))
+            }
+            "touch_resource" if self.shared.cli.resource_updates => match str_arg(&args, "uri") {
+                Some(uri) => self.touch_resource(uri.to_string()).await,
+                None => tool_error("touch_resource: missing string argument `uri`"),
+            },
             "add_tool" => match str_arg(&args, "name") {
                 Some(new) => self.add_tool(new.to_string(), &context).await,
                 None => tool_error("add_tool: missing string argument `name`"),
@@ -528,6 +617,27 @@ impl ServerHandler for TestApp {
             other => return Err(McpError::invalid_params(format!("Unknown tool `{other}`"), None)),
         };
         Ok(result.into())
+    }
+
+    /// Initialize-era `resources/subscribe` (`--resource-updates` only).
+    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        if !self.shared.cli.resource_updates {
+            return Err(McpError::method_not_found::<SubscribeRequestMethod>());
+        }
+        if !self.is_known_resource(&request.uri) {
+            return Err(McpError::resource_not_found(format!("unknown resource {}", request.uri), None));
+        }
+        self.shared.legacy_subscriptions.lock().push((context.peer, request.uri));
+        Ok(())
+    }
+
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), McpError> {
+        if !self.shared.cli.resource_updates {
+            return Err(McpError::method_not_found::<UnsubscribeRequestMethod>());
+        }
+        let session = context.peer;
+        self.shared.legacy_subscriptions.lock().retain(|(p, u)| !(u == &request.uri && same_peer(p, &session)));
+        Ok(())
     }
 
     async fn list_resources(
@@ -748,12 +858,16 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         }
     }
     let (tool_changes, _) = broadcast::channel(16);
+    let (resource_updates, _) = broadcast::channel(16);
     let shared = Arc::new(Shared {
         ui_html: ui_html(cli.ui_size_kb),
         cli,
         dynamic: Mutex::new(Vec::new()),
         tool_changes,
         legacy_peers: Mutex::new(Vec::new()),
+        resource_updates,
+        legacy_subscriptions: Mutex::new(Vec::new()),
+        end_listens: broadcast::channel(4).0,
         closing: CancellationToken::new(),
         tasks: rmcp::task_manager::TaskManager::new(),
     });
