@@ -636,7 +636,19 @@ impl AppServer {
                 a = relay.ask(&asked, asked_params) => a,
                 _ = cancel.cancelled() => return Err(CallError::Cancelled { app: self.key.clone() }),
             };
-            let value = answer.map_err(|e| failed(format!("'{method}' needs '{asked}' from the client: {}", e.message)))?;
+            let value = answer.map_err(|e| match crate::relay::capability_for(&asked).filter(|c| !relay.client_supports(c)) {
+                // The revision's "missing required client capability" (-32021), whatever the
+                // client's revision: no earlier code says it, and it is not a lost app.
+                Some(capability) => CallError::Upstream {
+                    app: self.key.clone(),
+                    source: UpstreamError::Remote {
+                        code: rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0,
+                        message: format!("'{method}' needs '{asked}' from the client, which did not declare {capability}"),
+                        data: Some(json!({ "requiredCapabilities": { capability: {} } })),
+                    },
+                },
+                None => failed(format!("'{method}' needs '{asked}' from the client: {}", e.message)),
+            })?;
             responses.insert(key, value);
         }
         let mut params = params.filter(Value::is_object).unwrap_or_else(|| json!({}));

@@ -192,7 +192,7 @@ before(async () => {
     version: "1.0.0",
     transport: "stdio",
     command: TEST_APP_BIN,
-    arguments: ["--name", "rev2026-stdio"],
+    arguments: ["--name", "rev2026-stdio", "--schema-2020"],
     toolNamePrefix: "t.",
     startupTimeoutSeconds: 20,
     requestTimeoutSeconds: 30,
@@ -209,6 +209,28 @@ after(async () => {
 // ---------------------------------------------------------------------------------------------
 // The cases. A case is either one request (`request(ep)` → the rpc options) with `expect(answer,
 // ep)`, or a whole exchange `run(url, ep)`. Names lead with the rule they check.
+
+// test-app --schema-2020: the schemas of its tool schema_2020 (mcpapps/test-app/src/main.rs).
+const SCHEMA_2020_INPUT = {
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  $id: "urn:test-app:schema_2020",
+  type: "object",
+  $defs: { point: { type: "array", prefixItems: [{ type: "number" }, { type: "number" }], items: false } },
+  properties: {
+    at: { $ref: "#/$defs/point" },
+    label: { type: ["string", "null"], minLength: 1 },
+    tags: { type: "array", items: { type: "string" }, uniqueItems: true },
+  },
+  required: ["at"],
+  dependentRequired: { label: ["tags"] },
+  unevaluatedProperties: false,
+};
+const SCHEMA_2020_OUTPUT = {
+  $schema: "https://json-schema.org/draft/2020-12/schema",
+  type: "object",
+  properties: { ok: { const: true } },
+  unevaluatedProperties: false,
+};
 
 const CASES = [
   {
@@ -359,6 +381,22 @@ const CASES = [
       assert.ok(first && isAck(first), `the first message is the acknowledgement; ${detail}`);
       assert.deepEqual(first.params.notifications, filter, `the accepted filter; ${detail}`);
       assert.equal(first.params._meta?.["io.modelcontextprotocol/subscriptionId"], id, `_meta subscriptionId; ${detail}`);
+    },
+  },
+  {
+    name: "JSON Schema 2020-12: tools/list passes a tool's 2020-12 input and output schemas exactly as the app sent them",
+    run: async (url, ep) => {
+      let tool;
+      let cursor;
+      do {
+        const answer = await rpc(url, { method: "tools/list", params: cursor ? { cursor } : {}, meta: meta2026() });
+        const result = assertResult(answer);
+        tool = result.tools.find((t) => t.name === ep.tool("schema_2020")) ?? tool;
+        cursor = result.nextCursor;
+      } while (cursor && !tool);
+      assert.ok(tool, `${ep.tool("schema_2020")} is listed`);
+      assert.deepEqual(tool.inputSchema, SCHEMA_2020_INPUT);
+      assert.deepEqual(tool.outputSchema, SCHEMA_2020_OUTPUT);
     },
   },
   {

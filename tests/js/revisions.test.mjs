@@ -227,17 +227,17 @@ describe("a 2025-11-25 client against /apps/mcp/{id} of an app that speaks 2026-
   });
 
   test("a client without sampling is told clearly, at once, that the call needs sampling", async () => {
-    // 2025-11-25 has no -32021: the app's input_required question cannot be put to this client, so the
-    // call ends with an error naming sampling — a tool error or a JSON-RPC error — never a hang.
+    // The app's input_required question cannot be put to this client: the call ends at once with the
+    // JSON-RPC error the 2026-07-28 revision names for it (-32021; 2025-11-25 has none of its own).
     await withClient(url("t26"), {}, async (client) => {
       const started = Date.now();
       let outcome;
       try {
         const result = await call(client, "sample", { prompt: "anyone there?", timeoutMs: APP_WAIT_MS });
-        assert.equal(result.isError, true, `the call succeeded without sampling: ${JSON.stringify(result)}`);
-        outcome = text(result);
+        assert.fail(`the call was not refused: ${JSON.stringify(result)}`);
       } catch (e) {
-        assert.ok(Number.isInteger(e.code), `not a JSON-RPC error: ${e}`);
+        assert.equal(e.code, -32021, `${e}`);
+        assert.ok(e.data?.requiredCapabilities?.sampling, JSON.stringify(e.data));
         outcome = e.message;
       }
       assert.match(outcome, /sampling/, outcome);

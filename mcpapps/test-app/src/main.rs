@@ -67,6 +67,10 @@ struct Cli {
     /// Add the tools no_schema (inputSchema {}) and string_schema (inputSchema {"type":"string"}).
     #[arg(long)]
     schemaless: bool,
+    /// Add the tool schema_2020, whose input and output schemas use JSON Schema 2020-12 (`$schema`,
+    /// `$defs`, `$ref`, `prefixItems`, `unevaluatedProperties`, …), to see them passed on intact.
+    #[arg(long)]
+    schema_2020: bool,
     /// Size of the UI HTML resource in KiB (padded with a deterministic HTML comment).
     #[arg(long, value_name = "N", default_value_t = 2)]
     ui_size_kb: usize,
@@ -179,6 +183,31 @@ fn schema(value: Value) -> Arc<JsonObject> {
         Value::Object(map) => Arc::new(map),
         _ => unreachable!("schemas are objects"),
     }
+}
+
+/// `--schema-2020`: the input and output schemas of the tool schema_2020.
+fn schema_2020() -> (Value, Value) {
+    let input = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "urn:test-app:schema_2020",
+        "type": "object",
+        "$defs": { "point": { "type": "array", "prefixItems": [{ "type": "number" }, { "type": "number" }], "items": false } },
+        "properties": {
+            "at": { "$ref": "#/$defs/point" },
+            "label": { "type": ["string", "null"], "minLength": 1 },
+            "tags": { "type": "array", "items": { "type": "string" }, "uniqueItems": true }
+        },
+        "required": ["at"],
+        "dependentRequired": { "label": ["tags"] },
+        "unevaluatedProperties": false
+    });
+    let output = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": { "ok": { "const": true } },
+        "unevaluatedProperties": false
+    });
+    (input, output)
 }
 
 fn no_args() -> Arc<JsonObject> {
@@ -309,6 +338,12 @@ impl TestApp {
                 schema(json!({"type": "string"})),
             ));
         }
+        if self.shared.cli.schema_2020 {
+            let (input, output) = schema_2020();
+            tools.push(
+                Tool::new("schema_2020", "A tool whose schemas use JSON Schema 2020-12.", schema(input)).with_raw_output_schema(schema(output)),
+            );
+        }
         for dynamic in self.shared.dynamic.lock().iter() {
             tools.push(Tool::new(dynamic.clone(), format!("Dynamic tool {dynamic} of {name}."), no_args()));
         }
@@ -331,6 +366,7 @@ impl TestApp {
             .is_some_and(|n| n < cli.tools_count && tool == format!("extra_{n}"))
             || cli.extra_tool.iter().any(|t| t == tool)
             || (cli.schemaless && (tool == "no_schema" || tool == "string_schema"))
+            || (cli.schema_2020 && tool == "schema_2020")
             || self.shared.dynamic.lock().iter().any(|t| t == tool)
     }
 
