@@ -13,6 +13,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { CreateMessageRequestSchema, ElicitRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { TEST_APP_BIN, gatewayConfig, startGateway, tempDir, waitRunning, writeManifest } from "./lib/gateway.mjs";
+import { text, waitFor } from "./lib/grocery-harness.mjs";
 
 /** A call the gateway should answer quickly: a missing relay must fail the test, not hang it. */
 const CALL_TIMEOUT_MS = 15_000;
@@ -21,17 +22,6 @@ const APP_WAIT_MS = 5_000;
 /** How long a tool-list change may take to reach the client. */
 const NOTIFY_TIMEOUT_MS = 10_000;
 
-const text = (result) => (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
-
-const waitFor = async (what, check, timeoutMs = 5_000) => {
-  const start = Date.now();
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-};
 
 const state = { gateway: null, temp: null };
 const url = (id) => state.gateway.url(`/apps/mcp/${id}`);
@@ -258,7 +248,7 @@ describe("a 2025-11-25 client against /apps/mcp/{id} of an app that speaks 2026-
         const added = await call(actor, "add_tool", { name: newTool });
         assert.ok(!added.isError, text(added));
       });
-      await waitFor("notifications/tools/list_changed on the client's stream", () => changed > 0, NOTIFY_TIMEOUT_MS);
+      await waitFor(() => changed > 0, { timeoutMs: NOTIFY_TIMEOUT_MS, what: "notifications/tools/list_changed on the client's stream" });
       const { tools } = await allTools(client);
       assert.ok(tools.some((t) => t.name === newTool), `${newTool} is not listed after the change`);
     });

@@ -32,7 +32,7 @@ import mcp_types as types
 import pytest
 
 from mcp import Client, MCPError
-from mcp.client.subscriptions import ToolsListChanged
+from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
 
 from conftest import REPO, TEST_APP_BIN, all_tool_names, gateway_with_apps
 
@@ -70,13 +70,13 @@ def everything_manifest() -> dict:
     }
 
 
-def app_manifest(app_id: str, *, modern: bool = False, name: str | None = None) -> dict:
+def app_manifest(app_id: str, *, modern: bool = False, name: str | None = None, args: tuple[str, ...] = ()) -> dict:
     manifest = {
         "id": app_id,
         "version": "1.0.0",
         "transport": "stdio",
         "command": str(TEST_APP_BIN),
-        "arguments": ["--name", name or f"rev-{app_id}"],
+        "arguments": ["--name", name or f"rev-{app_id}", *args],
         "toolNamePrefix": f"{app_id}.",
         "startupTimeoutSeconds": 20,
         "requestTimeoutSeconds": 30,
@@ -95,6 +95,9 @@ def revisions_gateway():
         "everything": everything_manifest(),
         "t": app_manifest("t"),
         "t26": app_manifest("t26", modern=True),
+        # Apps that accept resource subscriptions (`touch_resource` sends resources/updated).
+        "r": app_manifest("r", args=("--resource-updates",)),
+        "r26": app_manifest("r26", modern=True, args=("--resource-updates",)),
     }
     # server-everything asks its client for roots/list 350 ms after `initialized` (syncRoots);
     # over stdio the gateway gives it to the call in flight, and declines it to the app when that
@@ -557,3 +560,43 @@ async def test_the_same_sampling_tool_runs_for_a_client_that_declared_sampling(r
     assert asked == 1, f"the sampling callback was called {asked} times; result: {result}"
     assert not result.is_error, text_of(result)
     assert "control-model" in text_of(result), text_of(result)
+
+
+class ResourceUpdatesSeen:
+    """A message handler recording the URI of every `notifications/resources/updated` the client
+    receives, on any stream (the client's own filtering of listen events is bypassed)."""
+
+    def __init__(self):
+        self.uris: list[str] = []
+
+    async def __call__(self, message) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            self.uris.append(str(message.params.uri))
+
+
+@pytest.mark.parametrize("app", ["r", "r26"], ids=["app-initialize-first", "app-discover-first"])
+async def test_listen_with_resource_subscriptions_gets_updates_of_those_resources_only(revisions_gateway, app):
+    """A 2026-07-28 client's `resourceSubscriptions` on `/apps/mcp`: the gateway subscribes the app
+    (`resources/subscribe` for an initialize-first app, its own listen filter for a discover-first
+    one), the app's `resources/updated` for that URI arrives on the stream, another URI's does not."""
+    url = revisions_gateway.url(f"/apps/mcp/{app}")
+    wanted, other = "test://readme", "test://items/7"
+    seen = ResourceUpdatesSeen()
+    async with connect(url, message_handler=seen) as listener, connect(url) as control, connect(url) as actor:
+        assert_modern(listener, url)
+        # The control listener subscribes `other`, so the app does send its updates: the gateway's
+        # filter is what must keep them off the first stream.
+        async with listener.listen(resource_subscriptions=[wanted]) as sub, control.listen(resource_subscriptions=[other]) as control_sub:
+            honored = sub.honored
+            await drain(sub)
+            await drain(control_sub)
+            touched_other = await actor.call_tool("touch_resource", {"uri": other})
+            control_event = await next_event(control_sub, NOTIFY_TIMEOUT)
+            touched = await actor.call_tool("touch_resource", {"uri": wanted})
+            event = await next_event(sub, NOTIFY_TIMEOUT)
+            await drain(sub)
+    assert honored.resource_subscriptions == [wanted], f"the acknowledgement: {honored}"
+    assert not touched.is_error and not touched_other.is_error, (text_of(touched), text_of(touched_other))
+    assert isinstance(control_event, ResourceUpdated) and str(control_event.uri) == other, f"control: no update of {other}: {control_event!r}"
+    assert isinstance(event, ResourceUpdated) and str(event.uri) == wanted, f"no resources/updated for {wanted} at {url}: {event!r}"
+    assert other not in seen.uris, f"an update of {other}, outside the filter, reached the stream: {seen.uris}"
