@@ -423,7 +423,8 @@ async def test_listen_on_mcp_gets_tools_list_changed_when_an_app_starts_and_stop
     folder = None
     async with connect(url) as client:
         assert_modern(client, url)
-        assert "base.echo" in await all_tool_names(client), "harness: the base app is not offered on /mcp"
+        # Running (per /apps/health) comes a moment before the registry offers the app's tools.
+        assert await wait_tools(client, lambda n: "base.echo" in n, NOTIFY_TIMEOUT), "harness: the base app is not offered on /mcp"
         async with client.listen(tools_list_changed=True) as sub:
             honored = sub.honored
             stale = await drain(sub)
@@ -460,7 +461,7 @@ async def test_listen_on_mcp_gets_tools_list_changed_when_an_app_process_dies(di
     try:
         gw.wait_running([app_id], timeout=DISCOVERY_TIMEOUT)
         async with connect(url) as client:
-            assert tool in await all_tool_names(client), f"harness: {tool} is not offered on /mcp"
+            assert await wait_tools(client, lambda n: tool in n, NOTIFY_TIMEOUT), f"harness: {tool} is not offered on /mcp"
             async with client.listen(tools_list_changed=True) as sub:
                 await drain(sub)
                 os.kill(int(pid_file.read_text().strip()), signal.SIGKILL)
@@ -531,7 +532,7 @@ async def test_a_sampling_tool_is_refused_with_32021_for_a_client_without_sampli
     result = None
     async with connect(url) as client:
         assert_modern(client, url)
-        assert tool in await all_tool_names(client), f"harness: {tool} is not offered at {path}"
+        assert await wait_tools(client, lambda n: tool in n, NOTIFY_TIMEOUT), f"harness: {tool} is not offered at {path}"
         try:
             result = await client.call_tool(tool, args)
         except MCPError as e:
