@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod boundary_check;
+mod chat;
 mod commands;
 mod env_overrides;
 mod http;

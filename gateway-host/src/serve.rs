@@ -37,12 +37,19 @@ pub fn load(config: Option<&Path>, module: Option<&Path>) -> Result<(Settings, L
     Ok((settings, loaded))
 }
 
+/// The gateway's data folder (`Gateway.DataPath`, also read as `Gateway.DataDir`; default
+/// `.gateway-data` beside the configuration): the module's install state, the chat sessions.
+pub fn data_dir(settings: &Settings) -> std::path::PathBuf {
+    settings
+        .get_str("Gateway:DataPath")
+        .or_else(|| settings.get_str("Gateway:DataDir"))
+        .map(|d| settings.resolve_path(&d))
+        .unwrap_or_else(|| settings.config_dir.join(".gateway-data"))
+}
+
 /// The configuration handed to the module.
 pub fn module_config(settings: &Settings) -> ModuleConfig {
-    let data_dir = settings
-        .get_str("Gateway:DataDir")
-        .map(|d| settings.resolve_path(&d))
-        .unwrap_or_else(|| settings.config_dir.join(".gateway-data"));
+    let data_dir = data_dir(settings);
     ModuleConfig {
         config_json: settings.effective.to_string().into(),
         config_dir: settings.config_dir.display().to_string().into(),

@@ -15,6 +15,9 @@
 //!   module built against an altered copy of the interface, from `tests/fixtures/altered-abi`).
 //!   Nested builds are serialized (one at a time per process, and a file lock across processes)
 //!   and cached per test process.
+//! - The chat (SPEC R33–R35): [`scripted_llm`] (a scripted OpenAI-compatible Chat Completions
+//!   server, the one test double: an LLM cannot run here) and [`chat`] (a client of
+//!   `POST /apps/chat` that reads a turn's frames as they arrive).
 //!
 //! Conventions: every wait is bounded; a failing helper panics with the gateway's output so the
 //! test log shows why; dropping a [`GatewayProcess`] terminates it.
@@ -29,6 +32,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use serde_json::{json, Value};
+
+pub mod chat;
+pub mod scripted_llm;
 
 /// How long [`GatewayProcess::start`] waits for the `Gateway listening on` line.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);

@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{any, get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -22,6 +23,7 @@ use crate::tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 mod apps_mcp;
+mod chat;
 pub mod auth;
 mod cors;
 pub mod gateway_mcp;
@@ -43,21 +45,31 @@ pub struct GatewayState {
     pub tools: Arc<ToolRegistry>,
     /// Cancelled when the gateway shuts down (ends `/mcp` sessions and streams).
     pub shutdown: CancellationToken,
+    /// The agent's chat and its sessions (R33–R35).
+    pub chat: Arc<crate::chat::agent::Chat>,
     /// The `/apps/mcp/{appId}` endpoint (rmcp's Streamable HTTP server with the app proxy).
     pub apps_mcp: StreamableHttpService<apps_mcp::AppsMcp, LocalSessionManager>,
 }
 
 impl GatewayState {
-    /// Fails when auth is required but no token is configured: the gateway must not start then.
+    /// Fails when auth is required but no token is configured, or the session store cannot be
+    /// opened: the gateway must not start then.
     pub fn new(
         module: Arc<ModuleHost>,
         settings: Settings,
         module_summary: ModuleSummary,
         bound: Vec<SocketAddr>,
-    ) -> Result<Self, auth::AuthConfigError> {
+    ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let auth = auth::AuthPolicy::from_settings(&settings, &bound)?;
         tracing::info!("{}", auth.describe());
         let tools = ToolRegistry::new(module.clone(), Preference::from_config(settings.get("Tools:Preference")));
+        let store = crate::chat::open_store(&settings)?;
+        tracing::info!("Chat sessions: {} store", store.kind());
+        let provider = crate::chat::provider::AgentConfig::from_settings(&settings).map(crate::chat::provider::Provider::new);
+        if let Err(why) = &provider {
+            tracing::info!("Chat agent: {why}");
+        }
+        let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider));
         let shutdown = CancellationToken::new();
         let apps_mcp = apps_mcp::service(
             module.clone(),
@@ -73,6 +85,7 @@ impl GatewayState {
             auth,
             tools,
             shutdown,
+            chat,
             apps_mcp,
         })
     }
@@ -88,6 +101,10 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/auth/session", post(auth::create_session))
         .route("/apps/health", get(health::apps_health))
         .route("/tools", get(tools::list))
+        .route("/apps/chat", post(chat::post).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BYTES)))
+        .route("/apps/chat/{session_id}/input", post(chat::input).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BYTES)))
+        .route("/apps/sessions", get(chat::list))
+        .route("/apps/sessions/{id}", get(chat::get).delete(chat::delete))
         .route("/apps/mcp/{app_id}", any(apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
         .nest_service(
             "/mcp",

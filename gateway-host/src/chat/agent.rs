@@ -1,0 +1,297 @@
+//! One chat turn (SPEC R33, R34): the user's message (and what they did in app UIs) goes to the
+//! model with the registry's model-visible tools under provider-safe names; each tool call runs
+//! through the registry (so preference and visibility hold), its result is fed back — flattened
+//! to text here, and only here — until the model answers. Everything the turn does is reported
+//! as [`Frame`]s; the turn is saved in one step when it ends.
+//!
+//! Turns of one session run one after another (the store's turn lock); a turn whose client went
+//! away is cancelled, its model request and tool calls with it. An app that asks the user
+//! something during a tool call (elicitation) gets an `input` frame; the answer comes back
+//! through [`Chat::answer`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::provider::{Provider, ProviderError, ToolCall};
+use super::store::{title_of, SessionStore};
+use crate::relay::{error_object, random_hex, RelayEvent, Step};
+use crate::tools::{ToolRegistry, ToolResult};
+
+/// What a turn reports, as `data: {"type": …}` frames of `POST /apps/chat`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Frame {
+    Session { session_id: String },
+    Text { delta: String },
+    Tool { id: String, name: String, input: Value },
+    ToolResult {
+        id: String,
+        name: String,
+        text: String,
+        is_error: bool,
+        /// For tools with a UI: what a page needs to render the app.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resource_uri: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        input: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+    },
+    Input { input_id: String, method: String, params: Value },
+    Error { message: String },
+    Result { text: String },
+    Done,
+}
+
+/// What the user did inside an app's UI (`ui/message`), added to the turn as context.
+#[derive(Debug, Clone, serde::Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AppEvent {
+    pub tool: String,
+    #[serde(default)]
+    pub args: Value,
+    #[serde(default)]
+    pub result_text: String,
+}
+
+pub struct TurnRequest {
+    pub session_id: String,
+    pub message: Option<String>,
+    pub app_events: Vec<AppEvent>,
+}
+
+/// An answer to an `input` frame: the client's result, or its JSON-RPC error object.
+type InputAnswer = Result<Value, Value>;
+
+/// The chat: sessions, the model, the tools, and the questions waiting for users.
+pub struct Chat {
+    registry: Arc<ToolRegistry>,
+    store: Arc<dyn SessionStore>,
+    /// The model, or why there is none (the message names the keys to set).
+    provider: Result<Provider, String>,
+    /// `input` frames waiting for their answer: input id → (session, where the answer goes).
+    inputs: Mutex<HashMap<String, (String, oneshot::Sender<InputAnswer>)>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("no question '{input_id}' is waiting in session '{session_id}'")]
+    NotWaiting { session_id: String, input_id: String },
+}
+
+impl Chat {
+    pub fn new(registry: Arc<ToolRegistry>, store: Arc<dyn SessionStore>, provider: Result<Provider, String>) -> Chat {
+        Chat { registry, store, provider, inputs: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
+    /// Delivers a user's answer to an `input` frame of a turn in progress.
+    pub fn answer(&self, session_id: &str, input_id: &str, answer: InputAnswer) -> Result<(), AnswerError> {
+        let mut inputs = self.inputs.lock();
+        let not_waiting = || AnswerError::NotWaiting { session_id: session_id.to_string(), input_id: input_id.to_string() };
+        match inputs.get(input_id) {
+            Some((owner, _)) if owner == session_id => {}
+            _ => return Err(not_waiting()),
+        }
+        let (_, sender) = inputs.remove(input_id).ok_or_else(not_waiting)?;
+        sender.send(answer).map_err(|_| not_waiting())
+    }
+
+    /// Runs one turn, reporting to `frames`, until it ends or `cancel` fires (the client left).
+    pub async fn run_turn(&self, request: TurnRequest, frames: mpsc::UnboundedSender<Frame>, cancel: CancellationToken) {
+        let send = |frame: Frame| {
+            let _ = frames.send(frame);
+        };
+        let id = request.session_id.clone();
+        // Turns of a session wait for each other: nothing of this one is reported before.
+        let _lock = tokio::select! {
+            lock = self.store.lock(&id) => match lock {
+                Ok(lock) => lock,
+                Err(e) => {
+                    send(Frame::Error { message: e.to_string() });
+                    send(Frame::Done);
+                    return;
+                }
+            },
+            _ = cancel.cancelled() => return,
+        };
+        send(Frame::Session { session_id: id.clone() });
+        let outcome = tokio::select! {
+            outcome = self.turn(&request, &send, &cancel) => outcome,
+            _ = cancel.cancelled() => return,
+        };
+        match outcome {
+            Ok(messages) => {
+                let title = title_of(request.message.as_deref().unwrap_or_else(|| request.app_events.first().map(|e| e.tool.as_str()).unwrap_or("")));
+                if let Err(e) = self.store.append_turn(&id, &title, &messages).await {
+                    send(Frame::Error { message: format!("the turn could not be saved: {e}") });
+                }
+            }
+            Err(message) => send(Frame::Error { message }),
+        }
+        send(Frame::Done);
+    }
+
+    /// The turn itself: its new messages, or the error that ended it (nothing is saved then).
+    async fn turn(&self, request: &TurnRequest, send: &impl Fn(Frame), cancel: &CancellationToken) -> Result<Vec<Value>, String> {
+        let provider = self.provider.as_ref().map_err(Clone::clone)?;
+        let history = match self.store.load(&request.session_id).await {
+            Ok(session) => session.map(|s| s.messages).unwrap_or_default(),
+            Err(e) => return Err(e.to_string()),
+        };
+        let mut new_messages = vec![json!({ "role": "user", "content": user_content(request) })];
+        let names = self.registry.provider_names();
+        let tools: Vec<Value> = self
+            .registry
+            .model_tools()
+            .into_iter()
+            .filter_map(|t| {
+                let name = names.to_provider(&t.name)?.to_string();
+                let parameters = if t.input_schema.is_object() { t.input_schema } else { json!({ "type": "object" }) };
+                Some(json!({ "type": "function", "function": { "name": name, "description": t.description, "parameters": parameters } }))
+            })
+            .collect();
+        let system = json!({ "role": "system", "content": provider.config().system_prompt });
+        for _ in 0..provider.config().max_tool_rounds {
+            let messages: Vec<Value> = std::iter::once(system.clone()).chain(history.iter().cloned()).chain(new_messages.iter().cloned()).collect();
+            let completion = provider
+                .complete(&messages, &tools, |delta| send(Frame::Text { delta: delta.to_string() }))
+                .await
+                .map_err(|e: ProviderError| e.to_string())?;
+            new_messages.push(completion.message());
+            if completion.tool_calls.is_empty() {
+                send(Frame::Result { text: completion.text });
+                return Ok(new_messages);
+            }
+            for call in &completion.tool_calls {
+                let (result_text, frame) = self.run_tool(call, &names, &request.session_id, send, cancel).await;
+                send(frame);
+                new_messages.push(json!({ "role": "tool", "tool_call_id": call.id, "content": result_text }));
+            }
+        }
+        send(Frame::Error {
+            message: format!(
+                "the model was still calling tools after {} rounds (Agent.MaxToolRounds); the turn ends here",
+                provider.config().max_tool_rounds
+            ),
+        });
+        Ok(new_messages)
+    }
+
+    /// Runs one tool call through the registry; returns the text for the model and the
+    /// `tool_result` frame.
+    async fn run_tool(
+        &self,
+        call: &ToolCall,
+        names: &crate::tools::names::ProviderNames,
+        session_id: &str,
+        send: &impl Fn(Frame),
+        cancel: &CancellationToken,
+    ) -> (String, Frame) {
+        let name = names.from_provider(&call.name).map(str::to_string);
+        let input: Value = serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }).unwrap_or(Value::Null);
+        send(Frame::Tool { id: call.id.clone(), name: name.clone().unwrap_or_else(|| call.name.clone()), input: input.clone() });
+        let result = match name.as_deref() {
+            None => ToolResult::error(format!("the model asked for a tool that does not exist: '{}'", call.name)),
+            Some(_) if !input.is_object() => ToolResult::error(format!("the arguments of '{}' are not a JSON object: {}", call.name, call.arguments)),
+            Some(name) => self.call_relayed(name, &input, session_id, send, cancel).await,
+        };
+        let text = flatten(&result);
+        let ui = result.ui_resource_uri.is_some();
+        let frame = Frame::ToolResult {
+            id: call.id.clone(),
+            name: name.unwrap_or_else(|| call.name.clone()),
+            text: text.clone(),
+            is_error: result.is_error,
+            resource_uri: result.ui_resource_uri.clone(),
+            input: ui.then(|| input.clone()),
+            result: if ui { result.raw.clone() } else { None },
+        };
+        (text, frame)
+    }
+
+    /// A tool call whose app may ask the user something meanwhile (an `input` frame).
+    async fn call_relayed(&self, name: &str, input: &Value, session_id: &str, send: &impl Fn(Frame), cancel: &CancellationToken) -> ToolResult {
+        let module = self.registry.module().clone();
+        let call_id = module.next_call_id();
+        // The chat session is the app session (R32): the same `sessionId` the browser sends.
+        let meta = json!({ "sessionId": session_id });
+        let extra = json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": { "elicitation": { "form": {}, "url": {} } } } });
+        let (registry, name_owned, arguments) = (self.registry.clone(), name.to_string(), input.to_string());
+        let mut call =
+            module.relayed(call_id, async move { registry.call_with(&name_owned, &arguments, call_id, &meta, &extra).await });
+        loop {
+            let step = tokio::select! {
+                step = call.next() => step,
+                _ = cancel.cancelled() => return ToolResult::error("the turn was cancelled"),
+            };
+            match step {
+                Step::Done(result) => return result,
+                Step::Event(RelayEvent::Notification(_)) => {}
+                Step::Event(RelayEvent::Request { key, method, params }) => {
+                    let input_id = format!("in-{}", random_hex(8));
+                    let (tx, rx) = oneshot::channel();
+                    self.inputs.lock().insert(input_id.clone(), (session_id.to_string(), tx));
+                    send(Frame::Input { input_id: input_id.clone(), method: method.clone(), params });
+                    let answer = tokio::select! {
+                        answer = rx => answer.unwrap_or_else(|_| Err(error_object(-32603, "the question was withdrawn"))),
+                        _ = cancel.cancelled() => Err(error_object(-32603, "the turn was cancelled")),
+                    };
+                    self.inputs.lock().remove(&input_id);
+                    module.respond(call_id, &key, answer).await;
+                }
+            }
+        }
+    }
+}
+
+/// The user's message, with what they did in app UIs before it.
+fn user_content(request: &TurnRequest) -> String {
+    let mut parts: Vec<String> = request
+        .app_events
+        .iter()
+        .map(|e| format!("[In an app's UI, the user called the tool '{}' with {} → {}]", e.tool, e.args, e.result_text))
+        .collect();
+    if let Some(message) = request.message.as_deref().filter(|m| !m.trim().is_empty()) {
+        parts.push(message.to_string());
+    }
+    parts.join("\n")
+}
+
+/// A tool result as the model reads it: its text blocks, and a short note for every other block
+/// (R34: the flattening happens here, at the LLM edge, and nowhere else).
+pub fn flatten(result: &ToolResult) -> String {
+    let blocks = result.raw.as_ref().and_then(|r| r["content"].as_array());
+    let Some(blocks) = blocks else { return result.text.clone() };
+    let mut parts: Vec<String> = Vec::new();
+    for block in blocks {
+        match block["type"].as_str() {
+            Some("text") => parts.push(block["text"].as_str().unwrap_or_default().to_string()),
+            Some("resource") => {
+                let resource = &block["resource"];
+                match resource["text"].as_str() {
+                    Some(text) => parts.push(text.to_string()),
+                    None => parts.push(format!("[resource {} ({})]", resource["uri"].as_str().unwrap_or("?"), resource["mimeType"].as_str().unwrap_or("binary"))),
+                }
+            }
+            Some("resource_link") => parts.push(format!("[link to resource {}]", block["uri"].as_str().unwrap_or("?"))),
+            Some(kind) => parts.push(format!("[{kind} content ({}) not shown]", block["mimeType"].as_str().unwrap_or("unknown type"))),
+            None => {}
+        }
+    }
+    let text = parts.join("\n");
+    if result.is_error && !text.starts_with("Error:") {
+        format!("Error: {text}")
+    } else {
+        text
+    }
+}

@@ -1,0 +1,34 @@
+//! The agent half of the gateway (SPEC R33–R35): chat sessions, the agent loop against an
+//! OpenAI-compatible provider, and the turns that run them.
+
+pub mod agent;
+pub mod provider;
+pub mod store;
+pub mod store_redis;
+pub mod store_sqlite;
+
+use std::sync::Arc;
+
+use crate::settings::Settings;
+use store::{SessionStore, StoreError};
+
+/// The session store the configuration asks for: `Sessions.Store` = `"sqlite"` (default; the file
+/// `sessions.db` under the data folder) or `"redis"` (`Sessions.RedisUrl`).
+pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreError> {
+    let kind = settings.get_str("Sessions:Store").unwrap_or_else(|| "sqlite".to_string());
+    match kind.to_ascii_lowercase().as_str() {
+        "sqlite" => Ok(Arc::new(store_sqlite::SqliteStore::open(&crate::serve::data_dir(settings).join("sessions.db"))?)),
+        "redis" => {
+            let url = settings.get_str("Sessions:RedisUrl").ok_or_else(|| StoreError::Backend {
+                store: "redis",
+                message: "Sessions.Store is \"redis\" but Sessions.RedisUrl is not set".into(),
+            })?;
+            let lease = settings.get_str("Sessions:LockLeaseSeconds").and_then(|s| s.parse::<u64>().ok()).unwrap_or(30);
+            Ok(Arc::new(store_redis::RedisStore::open(&url, std::time::Duration::from_secs(lease))?))
+        }
+        other => Err(StoreError::Backend {
+            store: "config",
+            message: format!("Sessions.Store must be \"sqlite\" or \"redis\", not \"{other}\""),
+        }),
+    }
+}

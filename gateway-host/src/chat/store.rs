@@ -1,0 +1,91 @@
+//! Chat sessions (SPEC R35) behind one trait: the embedded SQLite store (`store_sqlite.rs`, the
+//! default) and the Redis store (`store_redis.rs`, `Sessions.Store = "redis"`) that lets several
+//! gateway replicas serve the same sessions.
+//!
+//! A session is its ordered messages in the OpenAI Chat Completions shape (`role`, `content`,
+//! `tool_calls`, `tool_call_id`), kept as the JSON they are. A turn — the user's message, the
+//! tool calls and results, the answer — is appended in one step ([`SessionStore::append_turn`]):
+//! a crash loses at most the turn in progress, never part of a saved one. Turns of one session
+//! run one after another under [`SessionStore::lock`]: an in-process lock for SQLite, a lock with
+//! a lease in Redis (a replica that dies holding it blocks the session only until the lease ends).
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("session store ({store}): {message}")]
+    Backend { store: &'static str, message: String },
+    #[error("session store: a saved message is not valid JSON: {0}")]
+    Corrupt(String),
+}
+
+/// What `GET /apps/sessions` lists.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub id: String,
+    /// The first user message, shortened (empty until the first turn is saved).
+    pub title: String,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub turns: u64,
+}
+
+/// A session with its history, oldest message first.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    pub messages: Vec<Value>,
+}
+
+/// Held while a turn runs; dropping it releases the session for the next turn.
+pub struct TurnLock {
+    _held: Box<dyn Send + Sync>,
+}
+
+impl TurnLock {
+    pub fn new(held: impl Send + Sync + 'static) -> TurnLock {
+        TurnLock { _held: Box::new(held) }
+    }
+}
+
+pub trait SessionStore: Send + Sync {
+    /// `"sqlite"` or `"redis"` (for logs and `/apps/health`).
+    fn kind(&self) -> &'static str;
+
+    /// The session, or `None` when there is none with that id.
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Session>, StoreError>>;
+
+    /// Appends one turn's messages to the session (created on its first turn) atomically, and
+    /// sets its title from `title` when it has none yet.
+    fn append_turn<'a>(&'a self, id: &'a str, title: &'a str, messages: &'a [Value]) -> BoxFuture<'a, Result<(), StoreError>>;
+
+    /// Every session, most recently updated first.
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>>;
+
+    /// Removes a session; `false` when there was none.
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
+
+    /// Waits until no other turn of this session runs (on this replica or, for Redis, any
+    /// other), then holds the session until the returned lock is dropped.
+    fn lock<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TurnLock, StoreError>>;
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
+
+/// A session title from its first user message: one line, at most 80 characters.
+pub fn title_of(message: &str) -> String {
+    let line = message.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    match line.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_string(),
+    }
+}

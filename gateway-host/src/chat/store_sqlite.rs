@@ -1,0 +1,499 @@
+//! The embedded session store (SPEC R35): one SQLite file (`sessions.db` under the data folder),
+//! compiled in (`rusqlite`, bundled), nothing to install.
+//!
+//! Durability: WAL journal with `synchronous=FULL`, and each turn appended in one `IMMEDIATE`
+//! transaction. A process crash (SIGKILL) in WAL mode loses nothing committed even with `NORMAL`;
+//! `FULL` also syncs the WAL on every commit, so an OS crash or power cut loses at most the turn
+//! that was being written, not turns already reported as saved. That costs one fsync per turn,
+//! nothing next to a turn's model call. A torn write is never visible: SQLite only reads WAL
+//! frames up to the last complete commit.
+//!
+//! The one connection sits behind a mutex and every call runs on tokio's blocking pool, never on
+//! a runtime worker. Turn locks are in-process ([`LocalLocks`]): one gateway owns the file.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::Value;
+
+use super::store::{now_ms, Session, SessionStore, SessionSummary, StoreError, TurnLock};
+
+/// The schema version kept in `PRAGMA user_version`.
+const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    id          TEXT PRIMARY KEY NOT NULL,
+    title       TEXT NOT NULL DEFAULT '',
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL,
+    turns       INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS sessions_by_update ON sessions (updated_at DESC);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,
+    json        TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+";
+
+fn backend(message: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend { store: "sqlite", message: message.to_string() }
+}
+
+fn db_err(e: rusqlite::Error) -> StoreError {
+    backend(e)
+}
+
+pub struct SqliteStore {
+    conn: Arc<parking_lot::Mutex<Connection>>,
+    locks: LocalLocks,
+}
+
+impl SqliteStore {
+    /// Opens (creating the folder, the file and the schema when missing) the session database.
+    pub fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| backend(format!("cannot create the folder {}: {e}", parent.display())))?;
+        }
+        let conn = Connection::open(path).map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
+        Self::prepare(&conn).map_err(|e| match e {
+            StoreError::Backend { store, message } => {
+                StoreError::Backend { store, message: format!("{}: {message}", path.display()) }
+            }
+            other => other,
+        })?;
+        Ok(SqliteStore { conn: Arc::new(parking_lot::Mutex::new(conn)), locks: LocalLocks::default() })
+    }
+
+    fn prepare(conn: &Connection) -> Result<(), StoreError> {
+        // Another process with the file open (a second gateway on the same data folder) makes
+        // writers wait briefly instead of failing at once.
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(db_err)?;
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0)).map_err(db_err)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(backend(format!("the file system does not allow WAL mode (journal_mode is {mode})")));
+        }
+        conn.pragma_update(None, "synchronous", "FULL").map_err(db_err)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(db_err)?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(db_err)?;
+        if version > SCHEMA_VERSION {
+            return Err(backend(format!(
+                "the file was written by a newer gateway (schema version {version}, this one knows {SCHEMA_VERSION})"
+            )));
+        }
+        conn.execute_batch(SCHEMA).map_err(db_err)?;
+        if version < SCHEMA_VERSION {
+            conn.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with the connection on the blocking pool. A call already running is not
+    /// cancelled when its future is dropped: a transaction either commits whole or not at all.
+    async fn with_conn<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let conn = self.conn.clone();
+        tokio::task::spawn_blocking(move || f(&mut conn.lock()))
+            .await
+            .map_err(|e| backend(format!("the database task failed: {e}")))?
+    }
+}
+
+fn summary_row(id: String, r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<SessionSummary> {
+    Ok(SessionSummary {
+        id,
+        title: r.get(first)?,
+        created_at: r.get(first + 1)?,
+        updated_at: r.get(first + 2)?,
+        turns: r.get::<_, i64>(first + 3)?.max(0) as u64,
+    })
+}
+
+impl SessionStore for SqliteStore {
+    fn kind(&self) -> &'static str {
+        "sqlite"
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Session>, StoreError>> {
+        let id = id.to_string();
+        self.with_conn(move |conn| {
+            let tx = conn.transaction().map_err(db_err)?;
+            let summary = tx
+                .query_row(
+                    "SELECT title, created_at, updated_at, turns FROM sessions WHERE id = ?1",
+                    params![id],
+                    |r| summary_row(id.clone(), r, 0),
+                )
+                .optional()
+                .map_err(db_err)?;
+            let Some(summary) = summary else { return Ok(None) };
+            let mut stmt = tx.prepare_cached("SELECT json FROM messages WHERE session_id = ?1 ORDER BY seq").map_err(db_err)?;
+            let texts = stmt
+                .query_map(params![id], |r| r.get::<_, String>(0))
+                .map_err(db_err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db_err)?;
+            drop(stmt);
+            tx.finish().map_err(db_err)?;
+            let messages = texts
+                .iter()
+                .map(|t| serde_json::from_str::<Value>(t).map_err(|e| StoreError::Corrupt(format!("session {id}: {e}"))))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Some(Session { summary, messages }))
+        })
+        .boxed()
+    }
+
+    fn append_turn<'a>(&'a self, id: &'a str, title: &'a str, messages: &'a [Value]) -> BoxFuture<'a, Result<(), StoreError>> {
+        let id = id.to_string();
+        let title = title.to_string();
+        let texts: Vec<String> = messages.iter().map(Value::to_string).collect();
+        self.with_conn(move |conn| {
+            let now = now_ms();
+            // IMMEDIATE: take the write lock up front, so the turn commits whole or waits.
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+            tx.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at, turns) VALUES (?1, '', ?2, ?2, 0)
+                 ON CONFLICT (id) DO NOTHING",
+                params![id, now],
+            )
+            .map_err(db_err)?;
+            let next: i64 = tx
+                .query_row("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1", params![id], |r| r.get(0))
+                .map_err(db_err)?;
+            {
+                let mut insert =
+                    tx.prepare_cached("INSERT INTO messages (session_id, seq, json) VALUES (?1, ?2, ?3)").map_err(db_err)?;
+                for (i, text) in texts.iter().enumerate() {
+                    insert.execute(params![id, next + i as i64, text]).map_err(db_err)?;
+                }
+            }
+            tx.execute(
+                "UPDATE sessions SET
+                     title = CASE WHEN title = '' THEN ?2 ELSE title END,
+                     updated_at = MAX(updated_at, ?3),
+                     turns = turns + 1
+                 WHERE id = ?1",
+                params![id, title, now],
+            )
+            .map_err(db_err)?;
+            tx.commit().map_err(db_err)
+        })
+        .boxed()
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>> {
+        self.with_conn(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id, title, created_at, updated_at, turns FROM sessions ORDER BY updated_at DESC, id ASC",
+                )
+                .map_err(db_err)?;
+            let rows = stmt.query_map([], |r| summary_row(r.get(0)?, r, 1)).map_err(db_err)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(db_err)
+        })
+        .boxed()
+    }
+
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let id = id.to_string();
+        self.with_conn(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
+            tx.execute("DELETE FROM messages WHERE session_id = ?1", params![id]).map_err(db_err)?;
+            let removed = tx.execute("DELETE FROM sessions WHERE id = ?1", params![id]).map_err(db_err)?;
+            tx.commit().map_err(db_err)?;
+            Ok(removed > 0)
+        })
+        .boxed()
+    }
+
+    fn lock<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TurnLock, StoreError>> {
+        async move { Ok(TurnLock::new(self.locks.lock(id).await)) }.boxed()
+    }
+}
+
+/// Per-session turn locks inside one process: a fair (FIFO) async mutex per session id, kept in
+/// a map only while some turn holds or waits for it. Turns of one session wait for each other;
+/// different sessions never block each other. The Redis store takes one of these first too, so
+/// only one waiter per replica polls Redis for a session.
+#[derive(Clone, Default)]
+pub(crate) struct LocalLocks {
+    map: Arc<parking_lot::Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl LocalLocks {
+    /// Waits for the session's lock. Cancel-safe: a waiter dropped before it gets the lock
+    /// leaves nothing behind for long (entries nobody holds are swept on the next call).
+    pub(crate) async fn lock(&self, id: &str) -> LocalGuard {
+        let mutex = {
+            let mut map = self.map.lock();
+            // Only the map refers to these: no turn holds or waits for them.
+            map.retain(|_, m| Arc::strong_count(m) > 1);
+            map.entry(id.to_string()).or_default().clone()
+        };
+        let guard = mutex.lock_owned().await;
+        LocalGuard { guard: Some(guard), locks: self.clone(), id: id.to_string() }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> usize {
+        self.map.lock().len()
+    }
+}
+
+/// Holds one session's in-process lock; dropping it lets the next waiting turn run.
+pub(crate) struct LocalGuard {
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+    locks: LocalLocks,
+    id: String,
+}
+
+impl Drop for LocalGuard {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        // The count is read under the map's lock, where every new waiter takes its reference:
+        // 1 means nobody else holds or waits for this session.
+        let mut map = self.locks.map.lock();
+        if map.get(&self.id).is_some_and(|m| Arc::strong_count(m) == 1) {
+            map.remove(&self.id);
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// The behaviour every store shares: two turns, reload, titles, list order, delete.
+    /// `a` and `b` are session ids not used before in this store.
+    pub(crate) async fn exercise_crud(store: &dyn SessionStore, a: &str, b: &str) {
+        assert!(store.load(a).await.unwrap().is_none());
+        let turn1 = vec![
+            json!({"role": "user", "content": "How much milk is left?"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "grocery__get_low_stock", "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "milk: 1"}),
+            json!({"role": "assistant", "content": "One bottle of milk. ✓"}),
+        ];
+        store.append_turn(a, "How much milk is left?", &turn1).await.unwrap();
+        let turn2 = vec![json!({"role": "user", "content": "Thanks"}), json!({"role": "assistant", "content": "You're welcome"})];
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        store.append_turn(a, "Thanks", &turn2).await.unwrap();
+
+        let s = store.load(a).await.unwrap().expect("session a");
+        assert_eq!(s.summary.id, a);
+        assert_eq!(s.summary.title, "How much milk is left?", "the first turn's title stays");
+        assert_eq!(s.summary.turns, 2);
+        assert!(s.summary.updated_at > s.summary.created_at);
+        let all: Vec<Value> = turn1.iter().chain(turn2.iter()).cloned().collect();
+        assert_eq!(s.messages, all);
+
+        // A session whose first turn has no title takes the next one's.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        store.append_turn(b, "", &[json!({"role": "user", "content": ""})]).await.unwrap();
+        assert_eq!(store.load(b).await.unwrap().unwrap().summary.title, "");
+        store.append_turn(b, "Second", &[json!({"role": "user", "content": "Second"})]).await.unwrap();
+        assert_eq!(store.load(b).await.unwrap().unwrap().summary.title, "Second");
+
+        // Most recently updated first; touching a moves it back to the front.
+        let ids = |l: Vec<SessionSummary>| l.into_iter().map(|s| s.id).filter(|i| i == a || i == b).collect::<Vec<_>>();
+        assert_eq!(ids(store.list().await.unwrap()), vec![b.to_string(), a.to_string()]);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        store.append_turn(a, "x", &[json!({"role": "user", "content": "again"})]).await.unwrap();
+        let list = store.list().await.unwrap();
+        assert_eq!(ids(list.clone()), vec![a.to_string(), b.to_string()]);
+        let sa = list.iter().find(|s| s.id == a).unwrap();
+        assert_eq!((sa.turns, sa.title.as_str()), (3, "How much milk is left?"));
+        assert_eq!(store.load(a).await.unwrap().unwrap().messages.len(), 7);
+
+        assert!(store.delete(a).await.unwrap());
+        assert!(!store.delete(a).await.unwrap(), "deleting twice");
+        assert!(store.load(a).await.unwrap().is_none());
+        assert_eq!(ids(store.list().await.unwrap()), vec![b.to_string()]);
+        // A deleted session starts afresh.
+        store.append_turn(a, "new", &[json!({"role": "user", "content": "new"})]).await.unwrap();
+        let s = store.load(a).await.unwrap().unwrap();
+        assert_eq!((s.summary.turns, s.summary.title.as_str(), s.messages.len()), (1, "new", 1));
+        assert!(store.delete(a).await.unwrap());
+        assert!(store.delete(b).await.unwrap());
+    }
+
+    /// Turns of one session run one after another (the second waits, it is not rejected); turns
+    /// of two sessions overlap. `one`, `two` are two handles on the same sessions (two
+    /// replicas for Redis, or the same store twice).
+    pub(crate) async fn exercise_locks(one: Arc<dyn SessionStore>, two: Arc<dyn SessionStore>, a: &str, b: &str) {
+        let hold = Duration::from_millis(300);
+        // Same session: the critical sections must not overlap.
+        let inside = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let started = std::time::Instant::now();
+        let tasks: Vec<_> = [one.clone(), two.clone(), one.clone()]
+            .into_iter()
+            .map(|store| {
+                let (inside, most, id) = (inside.clone(), most.clone(), a.to_string());
+                tokio::spawn(async move {
+                    let _turn = store.lock(&id).await.unwrap();
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(hold).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(most.load(Ordering::SeqCst), 1, "two turns of one session ran at once");
+        assert!(started.elapsed() >= hold * 3, "the turns waited for each other");
+
+        // Two sessions: both hold their locks at once.
+        let both = Arc::new(tokio::sync::Barrier::new(2));
+        let started = std::time::Instant::now();
+        let tasks: Vec<_> = [(one.clone(), a.to_string()), (two.clone(), b.to_string())]
+            .into_iter()
+            .map(|(store, id)| {
+                let both = both.clone();
+                tokio::spawn(async move {
+                    let _turn = store.lock(&id).await.unwrap();
+                    both.wait().await;
+                })
+            })
+            .collect();
+        for t in tasks {
+            tokio::time::timeout(Duration::from_secs(5), t).await.expect("two sessions blocked each other").unwrap();
+        }
+        assert!(started.elapsed() < Duration::from_secs(2));
+
+        // A waiter that gives up (the client went away) does not keep the session locked.
+        let held = one.lock(a).await.unwrap();
+        assert!(tokio::time::timeout(Duration::from_millis(100), two.lock(a)).await.is_err());
+        drop(held);
+        let again = tokio::time::timeout(Duration::from_secs(5), two.lock(a)).await.expect("lock after the holder left");
+        drop(again.unwrap());
+    }
+
+    fn open_in(dir: &tempfile::TempDir) -> SqliteStore {
+        SqliteStore::open(&dir.path().join("nested/data/sessions.db")).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_turns_list_titles_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_in(&dir);
+        assert_eq!(store.kind(), "sqlite");
+        assert!(dir.path().join("nested/data/sessions.db").exists(), "the folder and the file are created");
+        assert!(store.list().await.unwrap().is_empty());
+        exercise_crud(&store, "apps-a", "apps-b").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_pragmas_and_reopen_keep_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/data/sessions.db");
+        {
+            let store = open_in(&dir);
+            {
+                let conn = store.conn.lock();
+                let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+                assert_eq!(mode, "wal");
+                let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
+                assert_eq!(sync, 2, "synchronous=FULL");
+            }
+            store.append_turn("s1", "first", &[json!({"role": "user", "content": "first"})]).await.unwrap();
+            store.append_turn("s1", "second", &[json!({"role": "assistant", "content": "second"})]).await.unwrap();
+            store.append_turn("s2", "other", &[json!({"role": "user", "content": "other"})]).await.unwrap();
+            // As after a crash: the connection is never closed, so the WAL is not checkpointed
+            // into the main file; the next open must find everything in it.
+            std::mem::forget(store);
+        }
+        assert!(dir.path().join("nested/data/sessions.db-wal").exists());
+        let store = SqliteStore::open(&path).unwrap();
+        let s = store.load("s1").await.unwrap().unwrap();
+        assert_eq!(s.summary.turns, 2);
+        assert_eq!(s.summary.title, "first");
+        assert_eq!(s.messages, vec![json!({"role": "user", "content": "first"}), json!({"role": "assistant", "content": "second"})]);
+        assert_eq!(store.list().await.unwrap().len(), 2);
+        drop(store);
+
+        // The file as another reader sees it (the WAL included) passes the integrity check.
+        let conn = Connection::open(&path).unwrap();
+        let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(ok, "ok");
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_refuses_a_newer_schema_and_a_bad_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sessions.db");
+        Connection::open(&path).unwrap().pragma_update(None, "user_version", 99).unwrap();
+        let err = SqliteStore::open(&path).err().expect("newer schema refused").to_string();
+        assert!(err.contains("newer gateway") && err.contains("sessions.db"), "{err}");
+
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let err = SqliteStore::open(&dir.path().join("file/sessions.db")).err().expect("parent is a file").to_string();
+        assert!(err.contains("cannot create the folder"), "{err}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_corrupt_message_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open_in(&dir);
+        store.append_turn("s", "t", &[json!({"role": "user", "content": "hi"})]).await.unwrap();
+        store.conn.lock().execute("UPDATE messages SET json = '{not json' WHERE session_id = 's'", []).unwrap();
+        assert!(matches!(store.load("s").await, Err(StoreError::Corrupt(_))));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_locks_serialise_one_session_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn SessionStore> = Arc::new(open_in(&dir));
+        exercise_locks(store.clone(), store.clone(), "s-a", "s-b").await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn local_locks_are_fifo_and_cleaned_up() {
+        let locks = LocalLocks::default();
+        let order = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let first = locks.lock("s").await;
+        let mut tasks = Vec::new();
+        for i in 0..5 {
+            let (locks, order) = (locks.clone(), order.clone());
+            tasks.push(tokio::spawn(async move {
+                let _g = locks.lock("s").await;
+                order.lock().push(i);
+            }));
+            // Let each waiter queue before the next.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(locks.entries(), 1);
+        drop(first);
+        for t in tasks {
+            t.await.unwrap();
+        }
+        assert_eq!(*order.lock(), vec![0, 1, 2, 3, 4], "waiters run in arrival order");
+        assert_eq!(locks.entries(), 0, "no entry left once nobody holds or waits");
+
+        // A cancelled waiter's entry goes on the next call.
+        let held = locks.lock("x").await;
+        assert!(tokio::time::timeout(Duration::from_millis(20), locks.lock("x")).await.is_err());
+        drop(held);
+        let _other = locks.lock("y").await;
+        assert_eq!(locks.entries(), 1);
+    }
+}
