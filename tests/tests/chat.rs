@@ -875,3 +875,85 @@ fn a_client_that_goes_away_cancels_the_model_call_and_the_tool_call() {
     assert!(started.elapsed() < secs(30), "the next turn waited for the cancelled ones");
     assert_eq!(roles(&session(&gw, sid)), ["user", "assistant"], "only the completed turn is saved");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Must show 5: two replicas, one Redis
+// ---------------------------------------------------------------------------------------------
+
+/// The Redis the test script runs (`scripts/test.sh` exports it); `None` outside the script.
+fn test_redis_url() -> Option<String> {
+    let url = std::env::var("GATEWAY_TEST_REDIS_URL").ok().filter(|u| !u.is_empty());
+    if url.is_none() {
+        eprintln!("GATEWAY_TEST_REDIS_URL is not set (scripts/test.sh runs a redis-server and sets it): skipping the replica test");
+    }
+    url
+}
+
+/// A replica: its own folder and data, the shared Redis store with a short lease, the shared model.
+fn replica(dir: &Path, redis_url: &str, llm: &ScriptedLlm) -> GatewayProcess {
+    let mut config = chat_config(dir, agent(&llm.base_url()));
+    config["Sessions"] = json!({ "Store": "redis", "RedisUrl": redis_url, "LockLeaseSeconds": 3 });
+    start_gateway(dir, config)
+}
+
+#[test]
+fn two_replicas_share_sessions_and_the_turn_lock_through_redis() {
+    let Some(redis_url) = test_redis_url() else { return };
+    let llm = ScriptedLlm::start();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut a = replica(dir_a.path(), &redis_url, &llm);
+    let b = replica(dir_b.path(), &redis_url, &llm);
+    let sid = format!("e2e-replicas-{}-{}", std::process::id(), gateway_e2e::free_port());
+
+    // Alternate turns between the replicas: each sees the whole history, in order.
+    for (i, gw) in [&a, &b, &a, &b].into_iter().enumerate() {
+        llm.push(Reply::text([format!("answer {i}")]));
+        good_turn(gw, json!({ "message": format!("question {i}"), "sessionId": sid }));
+    }
+    for gw in [&a, &b] {
+        let saved = session(gw, &sid);
+        let contents: Vec<&str> = saved["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap_or("")).collect();
+        let expected: Vec<String> = (0..4).flat_map(|i| [format!("question {i}"), format!("answer {i}")]).collect();
+        assert_eq!(contents, expected, "the history as one replica reads it");
+        assert_eq!(saved["turns"], 4, "{saved}");
+    }
+    let last = llm.request(llm.request_count() - 1);
+    assert_eq!(last.messages().len(), 1 + 6 + 1, "the last turn's model call carried the whole history: {:#?}", last.messages());
+
+    // Simultaneous turns on the two replicas: the second waits for the first (the Redis lock).
+    let gate = Gate::new();
+    let before = llm.request_count();
+    llm.push(Reply::text(["held on A"]).held(&gate));
+    llm.push(Reply::text(["after A, on B"]));
+    let mut on_a = start_chat(&a, &json!({ "message": "turn on A", "sessionId": sid })).labelled("turn on A");
+    on_a.expect_event_stream(secs(30));
+    assert!(llm.wait_for_requests(before + 1, secs(30)), "turn on A never called the model");
+    let mut on_b = start_chat(&b, &json!({ "message": "turn on B", "sessionId": sid })).labelled("turn on B");
+    let early = on_b.drain_for(secs(2));
+    assert!(early.is_empty(), "the turn on B ran while A held the session:\n{}", describe(&early));
+    assert_eq!(llm.request_count(), before + 1, "B called the model while A held the session");
+    gate.open();
+    assert_eq!(shape(&on_a.until_done(TURN)), ["session", "text", "result", "done"]);
+    on_b.expect_event_stream(secs(30));
+    assert_eq!(shape(&on_b.until_done(TURN)), ["session", "text", "result", "done"]);
+    let contents: Vec<String> = llm.request(before + 1).messages().iter().map(|m| m["content"].as_str().unwrap_or("").to_string()).collect();
+    assert_eq!(contents[contents.len() - 3..], ["turn on A", "held on A", "turn on B"], "B's turn followed A's");
+
+    // A replica killed while it holds the lock blocks the session only until the lease ends.
+    let gate = Gate::new();
+    let before = llm.request_count();
+    llm.push(Reply::text(["never finished"]).held(&gate));
+    llm.push(Reply::text(["after the lease"]));
+    let mut doomed = start_chat(&a, &json!({ "message": "killed mid-turn", "sessionId": sid })).labelled("doomed turn");
+    doomed.expect_event_stream(secs(30));
+    assert!(llm.wait_for_requests(before + 1, secs(30)), "the doomed turn never called the model");
+    a.signal(libc::SIGKILL);
+    assert!(a.wait_exit(secs(15)).is_some(), "replica A survived SIGKILL");
+    let frames = good_turn(&b, json!({ "message": "after the crash", "sessionId": sid }));
+    assert_eq!(frame(&frames, "result").data["text"], "after the lease");
+    let saved = session(&b, &sid);
+    let contents: Vec<&str> = saved["messages"].as_array().unwrap().iter().map(|m| m["content"].as_str().unwrap_or("")).collect();
+    assert!(!contents.contains(&"killed mid-turn"), "the killed turn was saved: {contents:?}");
+    assert_eq!(contents[contents.len() - 2..], ["after the crash", "after the lease"]);
+    gate.open();
+}
