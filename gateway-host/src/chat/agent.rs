@@ -197,7 +197,7 @@ impl Chat {
         send: &impl Fn(Frame),
         cancel: &CancellationToken,
     ) -> (String, Frame) {
-        let name = names.from_provider(&call.name).map(str::to_string);
+        let name = names.to_registry(&call.name).map(str::to_string);
         let input: Value = serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }).unwrap_or(Value::Null);
         send(Frame::Tool { id: call.id.clone(), name: name.clone().unwrap_or_else(|| call.name.clone()), input: input.clone() });
         let result = match name.as_deref() {

@@ -23,7 +23,13 @@ pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreErr
                 store: "redis",
                 message: "Sessions.Store is \"redis\" but Sessions.RedisUrl is not set".into(),
             })?;
-            let lease = settings.get_str("Sessions:LockLeaseSeconds").and_then(|s| s.parse::<u64>().ok()).unwrap_or(30);
+            let lease = match settings.get_str("Sessions:LockLeaseSeconds") {
+                None => 30,
+                Some(text) => text.parse::<u64>().unwrap_or_else(|_| {
+                    tracing::warn!("Sessions.LockLeaseSeconds must be a whole number of seconds, not '{text}'; using 30");
+                    30
+                }),
+            };
             Ok(Arc::new(store_redis::RedisStore::open(&url, std::time::Duration::from_secs(lease))?))
         }
         other => Err(StoreError::Backend {

@@ -60,7 +60,7 @@ pub fn forwarded_meta(context: &RequestContext<RoleServer>) -> Map<String, Value
 /// revision's error) rather than the module's answer to the app; an initialize-era client's
 /// declared capabilities go as they are.
 pub fn relay_extra(context: &RequestContext<RoleServer>) -> Value {
-    let mut capabilities = match context.client_capabilities().map(|c| serde_json::to_value(c)) {
+    let mut capabilities = match context.client_capabilities().map(serde_json::to_value) {
         Some(Ok(Value::Object(map))) => map,
         _ => Map::new(),
     };

@@ -45,8 +45,7 @@ impl ProviderNames {
     }
 
     /// The registry name for a name an LLM provider sent back (the chat agent's side, R34).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn from_provider(&self, provider_name: &str) -> Option<&str> {
+    pub fn to_registry(&self, provider_name: &str) -> Option<&str> {
         self.from_provider.get(provider_name).map(String::as_str)
     }
 }
@@ -92,7 +91,7 @@ mod tests {
         for n in names {
             let p = map.to_provider(n).unwrap();
             assert!(is_safe(p), "{p}");
-            assert_eq!(map.from_provider(p), Some(n));
+            assert_eq!(map.to_registry(p), Some(n));
         }
         let again = ProviderNames::build(names.iter().rev().copied());
         assert_eq!(again.to_provider("grocery.get_low_stock"), Some(a));
