@@ -901,6 +901,10 @@ fn two_replicas_share_sessions_and_the_turn_lock_through_redis() {
     let Some(redis_url) = test_redis_url() else { return };
     let llm = ScriptedLlm::start();
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    // Each replica runs its own copy of a stdio app that asks the user something (elicitation).
+    for dir in [dir_a.path(), dir_b.path()] {
+        write_manifest(dir, "tapp", &test_app_manifest("tapp", &[]));
+    }
     let mut a = replica(dir_a.path(), &redis_url, &llm);
     let b = replica(dir_b.path(), &redis_url, &llm);
     let sid = format!("e2e-replicas-{}-{}", std::process::id(), gateway_e2e::free_port());
@@ -938,6 +942,26 @@ fn two_replicas_share_sessions_and_the_turn_lock_through_redis() {
     assert_eq!(shape(&on_b.until_done(TURN)), ["session", "text", "result", "done"]);
     let contents: Vec<String> = llm.request(before + 1).messages().iter().map(|m| m["content"].as_str().unwrap_or("").to_string()).collect();
     assert_eq!(contents[contents.len() - 3..], ["turn on A", "held on A", "turn on B"], "B's turn followed A's");
+
+    // A question of a turn on A, answered through B (a load balancer may send it anywhere).
+    let elicit = provider_name(&a, "tapp.elicit");
+    llm.push(Reply::tool_call("call_ask", &elicit, &json!({ "message": "pick one" })));
+    llm.push(Reply::text(["answered across replicas"]));
+    let mut asking = start_chat(&a, &json!({ "message": "ask me", "sessionId": sid })).labelled("asking on A");
+    asking.expect_event_stream(secs(30));
+    let question = asking.until("input", TURN);
+    let input_id = question.data["inputId"].as_str().unwrap().to_string();
+    let (status, body) = b.post_json(
+        &format!("/apps/chat/{sid}/input"),
+        &json!({ "inputId": input_id, "result": { "action": "accept", "content": { "name": "replica", "color": "green", "count": 2 } } }),
+    );
+    assert_eq!(status, 200, "answering A's question through B: {body}");
+    let frames = asking.until_done(TURN);
+    let result = frame(&frames, "tool_result");
+    assert_eq!(result.data["isError"], false, "{}", result.data);
+    assert!(result.data["text"].as_str().unwrap().contains("green"), "{}", result.data);
+    let (status, body) = b.post_json(&format!("/apps/chat/{sid}/input"), &json!({ "inputId": input_id, "result": { "action": "accept" } }));
+    assert_eq!(status, 404, "an answered question is gone on every replica: {body}");
 
     // A replica killed while it holds the lock blocks the session only until the lease ends.
     let gate = Gate::new();

@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::provider::{Provider, ProviderError, ToolCall};
-use super::store::{title_of, SessionStore};
+use super::store::{title_of, ForwardedInput, SessionStore};
 use crate::relay::{error_object, random_hex, RelayEvent, Step};
 use crate::tools::{ToolRegistry, ToolResult};
 
@@ -75,35 +75,80 @@ pub struct Chat {
     store: Arc<dyn SessionStore>,
     /// The model, or why there is none (the message names the keys to set).
     provider: Result<Provider, String>,
-    /// `input` frames waiting for their answer: input id → (session, where the answer goes).
-    inputs: Mutex<HashMap<String, (String, oneshot::Sender<InputAnswer>)>>,
+    /// `input` frames of this replica's turns waiting for their answer.
+    inputs: Arc<Inputs>,
+}
+
+/// Input id → (session, where the answer goes).
+#[derive(Default)]
+struct Inputs(Mutex<HashMap<String, (String, oneshot::Sender<InputAnswer>)>>);
+
+impl Inputs {
+    /// Hands an answer to the turn of this replica that waits for it; gives it back when none does.
+    fn deliver(&self, session_id: &str, input_id: &str, answer: InputAnswer) -> Result<(), InputAnswer> {
+        let mut inputs = self.0.lock();
+        match inputs.get(input_id) {
+            Some((owner, _)) if owner == session_id => {}
+            _ => return Err(answer),
+        }
+        let (_, sender) = inputs.remove(input_id).expect("checked above");
+        sender.send(answer)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AnswerError {
     #[error("no question '{input_id}' is waiting in session '{session_id}'")]
     NotWaiting { session_id: String, input_id: String },
+    #[error(transparent)]
+    Store(#[from] super::store::StoreError),
 }
 
 impl Chat {
+    /// With a store shared by replicas, answers that reach another replica are forwarded here
+    /// (a task follows them for as long as the gateway runs).
     pub fn new(registry: Arc<ToolRegistry>, store: Arc<dyn SessionStore>, provider: Result<Provider, String>) -> Chat {
-        Chat { registry, store, provider, inputs: Mutex::new(HashMap::new()) }
+        let inputs = Arc::new(Inputs::default());
+        if store.forwarded_inputs().is_some() {
+            let (store, inputs) = (store.clone(), inputs.clone());
+            tokio::spawn(async move {
+                loop {
+                    match store.forwarded_inputs() {
+                        Some(connect) => match connect.await {
+                            Ok(mut answers) => {
+                                use futures::StreamExt;
+                                while let Some(forwarded) = answers.next().await {
+                                    // Every replica hears every answer; the one whose turn waits takes it.
+                                    let _ = inputs.deliver(&forwarded.session_id, &forwarded.input_id, forwarded.answer);
+                                }
+                                tracing::warn!("the {} store stopped forwarding chat answers; reconnecting", store.kind());
+                            }
+                            Err(e) => tracing::warn!("chat answers from other replicas: {e}; retrying"),
+                        },
+                        None => return,
+                    }
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+            });
+        }
+        Chat { registry, store, provider, inputs }
     }
 
     pub fn store(&self) -> &Arc<dyn SessionStore> {
         &self.store
     }
 
-    /// Delivers a user's answer to an `input` frame of a turn in progress.
-    pub fn answer(&self, session_id: &str, input_id: &str, answer: InputAnswer) -> Result<(), AnswerError> {
-        let mut inputs = self.inputs.lock();
+    /// Delivers a user's answer to an `input` frame of a turn in progress — on this replica, or
+    /// through the shared store on the one whose turn asked.
+    pub async fn answer(&self, session_id: &str, input_id: &str, answer: InputAnswer) -> Result<(), AnswerError> {
         let not_waiting = || AnswerError::NotWaiting { session_id: session_id.to_string(), input_id: input_id.to_string() };
-        match inputs.get(input_id) {
-            Some((owner, _)) if owner == session_id => {}
-            _ => return Err(not_waiting()),
+        let Err(answer) = self.inputs.deliver(session_id, input_id, answer) else { return Ok(()) };
+        let forwarded = ForwardedInput { session_id: session_id.to_string(), input_id: input_id.to_string(), answer };
+        match self.store.forward_input(&forwarded).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(not_waiting()),
+            Err(e) => Err(AnswerError::Store(e)),
         }
-        let (_, sender) = inputs.remove(input_id).ok_or_else(not_waiting)?;
-        sender.send(answer).map_err(|_| not_waiting())
     }
 
     /// Runs one turn, reporting to `frames`, until it ends or `cancel` fires (the client left).
@@ -240,13 +285,19 @@ impl Chat {
                 Step::Event(RelayEvent::Request { key, method, params }) => {
                     let input_id = format!("in-{}", random_hex(8));
                     let (tx, rx) = oneshot::channel();
-                    self.inputs.lock().insert(input_id.clone(), (session_id.to_string(), tx));
+                    self.inputs.0.lock().insert(input_id.clone(), (session_id.to_string(), tx));
+                    if let Err(e) = self.store.expect_input(session_id, &input_id).await {
+                        tracing::warn!("the answer to {input_id} can reach only this replica: {e}");
+                    }
                     send(Frame::Input { input_id: input_id.clone(), method: method.clone(), params });
                     let answer = tokio::select! {
                         answer = rx => answer.unwrap_or_else(|_| Err(error_object(-32603, "the question was withdrawn"))),
                         _ = cancel.cancelled() => Err(error_object(-32603, "the turn was cancelled")),
                     };
-                    self.inputs.lock().remove(&input_id);
+                    self.inputs.0.lock().remove(&input_id);
+                    if let Err(e) = self.store.forget_input(session_id, &input_id).await {
+                        tracing::debug!("forgetting {input_id}: {e}");
+                    }
                     module.respond(call_id, &key, answer).await;
                 }
             }

@@ -10,6 +10,7 @@
 //! a lease in Redis (a replica that dies holding it blocks the session only until the lease ends).
 
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -74,6 +75,39 @@ pub trait SessionStore: Send + Sync {
     /// Waits until no other turn of this session runs (on this replica or, for Redis, any
     /// other), then holds the session until the returned lock is dropped.
     fn lock<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TurnLock, StoreError>>;
+
+    // The questions of a turn (`input` frames) are answered on whichever replica the answer
+    // reaches. A single-process store needs none of this: the defaults do nothing.
+
+    /// Records that a turn on this replica waits for the answer to `input_id`.
+    fn expect_input<'a>(&'a self, _session_id: &'a str, _input_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// The answer came (or the question was withdrawn).
+    fn forget_input<'a>(&'a self, _session_id: &'a str, _input_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Hands an answer to the replica waiting for it; `false` when no replica is.
+    fn forward_input<'a>(&'a self, _input: &'a ForwardedInput) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(std::future::ready(Ok(false)))
+    }
+
+    /// Connects to the answers other replicas forward to this one (`None`: there are no others).
+    fn forwarded_inputs(&self) -> Option<BoxFuture<'static, Result<BoxStream<'static, ForwardedInput>, StoreError>>> {
+        None
+    }
+}
+
+/// An answer to an `input` frame on its way to the replica whose turn asked.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ForwardedInput {
+    pub session_id: String,
+    pub input_id: String,
+    /// The client's result, or its JSON-RPC error object.
+    pub answer: Result<Value, Value>,
 }
 
 /// Milliseconds since the Unix epoch.

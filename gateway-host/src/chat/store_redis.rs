@@ -7,6 +7,9 @@
 //! - `messages:{id}` list: the messages' JSON, oldest first
 //! - `sessions`      sorted set: session ids scored by `updatedAt`
 //! - `lock:{id}`     string: the token of the turn that holds the session, with a lease
+//! - `input:{id}:{inputId}` a question of a turn waiting for its answer (an hour at most)
+//! - channel `inputs`: answers that reached another replica than the one whose turn asked,
+//!   published as JSON (`ForwardedInput`) for the replica that waits
 //!
 //! A turn is appended by one Lua script (atomic: nothing else runs in between, and a replica
 //! that dies mid-call either ran it or did not). How much survives a Redis crash is Redis's
@@ -26,12 +29,12 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::Script;
 use serde_json::Value;
 
-use super::store::{now_ms, Session, SessionStore, SessionSummary, StoreError, TurnLock};
+use super::store::{now_ms, ForwardedInput, Session, SessionStore, SessionSummary, StoreError, TurnLock};
 use super::store_sqlite::{LocalGuard, LocalLocks};
 
 /// The key prefix when none is given.
@@ -163,6 +166,14 @@ impl RedisStore {
         format!("{}lock:{id}", self.prefix)
     }
 
+    fn input_key(&self, id: &str, input_id: &str) -> String {
+        format!("{}input:{id}:{input_id}", self.prefix)
+    }
+
+    fn inputs_channel(&self) -> String {
+        format!("{}inputs", self.prefix)
+    }
+
     #[cfg(test)]
     pub(crate) fn raw_lock_key(&self, id: &str) -> String {
         self.lock_key(id)
@@ -278,6 +289,65 @@ impl SessionStore for RedisStore {
             Ok(deleted > 0 || unindexed > 0)
         }
         .boxed()
+    }
+
+    fn expect_input<'a>(&'a self, session_id: &'a str, input_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            redis::cmd("SET")
+                .arg(self.input_key(session_id, input_id))
+                .arg(1)
+                .arg("EX")
+                .arg(3600)
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(redis_err)
+        }
+        .boxed()
+    }
+
+    fn forget_input<'a>(&'a self, session_id: &'a str, input_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            redis::cmd("DEL").arg(self.input_key(session_id, input_id)).query_async::<()>(&mut conn).await.map_err(redis_err)
+        }
+        .boxed()
+    }
+
+    fn forward_input<'a>(&'a self, input: &'a ForwardedInput) -> BoxFuture<'a, Result<bool, StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            let waiting: bool = redis::cmd("EXISTS")
+                .arg(self.input_key(&input.session_id, &input.input_id))
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
+            if !waiting {
+                return Ok(false);
+            }
+            let payload = serde_json::to_string(input).map_err(backend)?;
+            let receivers: i64 =
+                redis::cmd("PUBLISH").arg(self.inputs_channel()).arg(payload).query_async(&mut conn).await.map_err(redis_err)?;
+            Ok(receivers > 0)
+        }
+        .boxed()
+    }
+
+    fn forwarded_inputs(&self) -> Option<BoxFuture<'static, Result<futures::stream::BoxStream<'static, ForwardedInput>, StoreError>>> {
+        let client = self.client.clone();
+        let channel = self.inputs_channel();
+        Some(
+            async move {
+                let mut pubsub = client.get_async_pubsub().await.map_err(|e| backend(format!("cannot subscribe: {e}")))?;
+                pubsub.subscribe(&channel).await.map_err(redis_err)?;
+                let answers = pubsub.into_on_message().filter_map(|message| async move {
+                    let payload: String = message.get_payload().ok()?;
+                    serde_json::from_str::<ForwardedInput>(&payload).ok()
+                });
+                Ok(answers.boxed())
+            }
+            .boxed(),
+        )
     }
 
     fn lock<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TurnLock, StoreError>> {

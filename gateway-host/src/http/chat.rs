@@ -119,9 +119,10 @@ pub async fn input(State(state): State<Arc<GatewayState>>, Path(session_id): Pat
         (None, Some(error)) if error.is_object() => Err(error.clone()),
         _ => return problem(StatusCode::BAD_REQUEST, "bad_input", "send exactly one of result or error (a JSON object)"),
     };
-    match state.chat.answer(&session_id, input_id, answer) {
+    match state.chat.answer(&session_id, input_id, answer).await {
         Ok(()) => Json(json!({ "ok": true })).into_response(),
-        Err(e) => problem(StatusCode::NOT_FOUND, "no_such_input", e.to_string()),
+        Err(e @ crate::chat::agent::AnswerError::NotWaiting { .. }) => problem(StatusCode::NOT_FOUND, "no_such_input", e.to_string()),
+        Err(e) => problem(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
     }
 }
 
