@@ -362,7 +362,6 @@ pub(crate) mod tests {
 
         // Two sessions: both hold their locks at once.
         let both = Arc::new(tokio::sync::Barrier::new(2));
-        let started = std::time::Instant::now();
         let tasks: Vec<_> = [(one.clone(), a.to_string()), (two.clone(), b.to_string())]
             .into_iter()
             .map(|(store, id)| {
@@ -373,10 +372,10 @@ pub(crate) mod tests {
                 })
             })
             .collect();
+        // The barrier opens only while both hold their locks; the bound turns a block into a failure.
         for t in tasks {
-            tokio::time::timeout(Duration::from_secs(5), t).await.expect("two sessions blocked each other").unwrap();
+            tokio::time::timeout(Duration::from_secs(30), t).await.expect("two sessions blocked each other").unwrap();
         }
-        assert!(started.elapsed() < Duration::from_secs(2));
 
         // A waiter that gives up (the client went away) does not keep the session locked.
         let held = one.lock(a).await.unwrap();
