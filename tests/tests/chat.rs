@@ -981,3 +981,60 @@ fn two_replicas_share_sessions_and_the_turn_lock_through_redis() {
     assert_eq!(contents[contents.len() - 2..], ["after the crash", "after the lease"]);
     gate.open();
 }
+
+/// One initialize-era MCP request (`session`: `""` for none) → status, `Mcp-Session-Id`, and the
+/// JSON-RPC message with `id` (read from JSON or SSE).
+fn legacy_mcp(gw: &GatewayProcess, path: &str, session: &str, body: Value) -> (u16, Option<String>, Value) {
+    let mut request = gw
+        .client()
+        .post(gw.url(path))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if !session.is_empty() {
+        request = request.header("mcp-session-id", session).header("mcp-protocol-version", "2025-11-25");
+    }
+    let response = request.body(body.to_string()).send().expect("POST");
+    let status = response.status().as_u16();
+    let session_id = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_string());
+    let text = response.text().unwrap_or_default();
+    let message = serde_json::from_str(&text).ok().or_else(|| {
+        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).find(|m| m["id"] == body["id"])
+    });
+    (status, session_id, message.unwrap_or(Value::Null))
+}
+
+/// R35: an initialize-era client's MCP session (the browser's, on `/apps/mcp`; any client's on
+/// `/mcp`) made on one replica is served by the other: the shared store restores it.
+#[test]
+fn initialize_era_mcp_sessions_are_served_by_either_replica() {
+    let Some(redis_url) = test_redis_url() else { return };
+    let llm = ScriptedLlm::start();
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for dir in [dir_a.path(), dir_b.path()] {
+        write_manifest(dir, "tapp", &test_app_manifest("tapp", &[]));
+    }
+    let a = replica(dir_a.path(), &redis_url, &llm);
+    let b = replica(dir_b.path(), &redis_url, &llm);
+    for gw in [&a, &b] {
+        provider_name(gw, "tapp.echo");
+    }
+    for (path, tool) in [("/apps/mcp/tapp", "echo"), ("/mcp", "tapp.echo")] {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}});
+        let (status, session, answer) = legacy_mcp(&a, path, "", init);
+        assert_eq!(status, 200, "{path} initialize on A: {answer}");
+        let session = session.unwrap_or_else(|| panic!("{path}: no Mcp-Session-Id"));
+        let (status, _, _) = legacy_mcp(&a, path, &session, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        assert_eq!(status, 202, "{path} initialized on A");
+        // The next request of that session reaches the other replica.
+        let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": tool, "arguments": {"text": "via B"}}});
+        let (status, _, answer) = legacy_mcp(&b, path, &session, call);
+        assert_eq!(status, 200, "{path}: B did not serve A's session: {answer}\n--- B ---\n{}", b.logs());
+        assert_eq!(answer["result"]["content"][0]["text"], "echo: via B", "{path}: {answer}");
+        // Ending it on B ends it everywhere: A does not restore it any more.
+        let ended = b.client().delete(b.url(path)).header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25").send().unwrap();
+        assert_eq!(ended.status().as_u16(), 200, "{path} DELETE on B");
+        let (status, _, _) = legacy_mcp(&b, path, &session, json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}));
+        assert_eq!(status, 404, "{path}: the ended session is still served by B");
+    }
+}

@@ -94,6 +94,26 @@ pub trait SessionStore: Send + Sync {
         Box::pin(std::future::ready(Ok(false)))
     }
 
+    /// Whether other replicas share this store (then `/apps/mcp` and `/mcp` keep their
+    /// initialize-era MCP sessions in it too, so any replica serves any session).
+    fn is_shared(&self) -> bool {
+        false
+    }
+
+    /// An initialize-era MCP session's state (rmcp's `SessionState`, as JSON), for another
+    /// replica to restore it.
+    fn mcp_session<'a>(&'a self, _session_id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    fn put_mcp_session<'a>(&'a self, _session_id: &'a str, _state: &'a Value) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn delete_mcp_session<'a>(&'a self, _session_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// Connects to the answers other replicas forward to this one (`None`: there are no others).
     fn forwarded_inputs(&self) -> Option<BoxFuture<'static, Result<BoxStream<'static, ForwardedInput>, StoreError>>> {
         None

@@ -8,6 +8,8 @@
 //! - `sessions`      sorted set: session ids scored by `updatedAt`
 //! - `lock:{id}`     string: the token of the turn that holds the session, with a lease
 //! - `input:{id}:{inputId}` a question of a turn waiting for its answer (an hour at most)
+//! - `mcp:{sessionId}` an initialize-era MCP session of `/apps/mcp` or `/mcp` (its `initialize`
+//!   params), so any replica restores it; a day after it was made
 //! - channel `inputs`: answers that reached another replica than the one whose turn asked,
 //!   published as JSON (`ForwardedInput`) for the replica that waits
 //!
@@ -170,6 +172,10 @@ impl RedisStore {
         format!("{}input:{id}:{input_id}", self.prefix)
     }
 
+    fn mcp_session_key(&self, session_id: &str) -> String {
+        format!("{}mcp:{session_id}", self.prefix)
+    }
+
     fn inputs_channel(&self) -> String {
         format!("{}inputs", self.prefix)
     }
@@ -287,6 +293,43 @@ impl SessionStore for RedisStore {
                 .await
                 .map_err(redis_err)?;
             Ok(deleted > 0 || unindexed > 0)
+        }
+        .boxed()
+    }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    fn mcp_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            let text: Option<String> =
+                redis::cmd("GET").arg(self.mcp_session_key(session_id)).query_async(&mut conn).await.map_err(redis_err)?;
+            text.map(|t| serde_json::from_str(&t).map_err(|e| StoreError::Corrupt(e.to_string()))).transpose()
+        }
+        .boxed()
+    }
+
+    fn put_mcp_session<'a>(&'a self, session_id: &'a str, state: &'a Value) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            redis::cmd("SET")
+                .arg(self.mcp_session_key(session_id))
+                .arg(state.to_string())
+                .arg("EX")
+                .arg(86_400)
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(redis_err)
+        }
+        .boxed()
+    }
+
+    fn delete_mcp_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            redis::cmd("DEL").arg(self.mcp_session_key(session_id)).query_async::<()>(&mut conn).await.map_err(redis_err)
         }
         .boxed()
     }

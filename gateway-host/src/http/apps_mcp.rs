@@ -87,6 +87,7 @@ pub fn service(
     module: Arc<ModuleHost>,
     compatibility: Compatibility,
     max_request_bytes: usize,
+    shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<AppsMcp, LocalSessionManager> {
     let handler = AppsMcp {
@@ -99,7 +100,7 @@ pub fn service(
     StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
-        server_config(shutdown, max_request_bytes),
+        server_config(shutdown, max_request_bytes, shared_sessions),
     )
 }
 

@@ -312,6 +312,7 @@ pub fn service(
     registry: Arc<ToolRegistry>,
     compatibility: Compatibility,
     max_request_bytes: usize,
+    shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
 ) -> StreamableHttpService<GatewayMcp, LocalSessionManager> {
     let handler = GatewayMcp {
@@ -320,7 +321,7 @@ pub fn service(
         parked: Arc::new(Parked::default()),
         tasks: Arc::new(Tasks::default()),
     };
-    StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes))
+    StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes, shared_sessions))
 }
 
 /// How both MCP endpoints of the gateway are served: initialize-era clients get a session (their
@@ -328,8 +329,15 @@ pub fn service(
 /// stateless; plain JSON answers when nothing comes before the result. Host and Origin checks
 /// are the gateway's auth layer's job (it knows whether the gateway is open), so rmcp's own
 /// loopback-only Host check is turned off.
-pub(super) fn server_config(shutdown: CancellationToken, max_request_bytes: usize) -> StreamableHttpServerConfig {
-    StreamableHttpServerConfig::default()
+pub(super) fn server_config(
+    shutdown: CancellationToken,
+    max_request_bytes: usize,
+    shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
+) -> StreamableHttpServerConfig {
+    let mut config = StreamableHttpServerConfig::default();
+    // Kept where every replica finds them (mcp_sessions.rs), when the store is shared.
+    config.session_store = shared_sessions;
+    config
         .with_max_request_body_bytes(max_request_bytes)
         .with_legacy_session_mode(true)
         .with_json_response(true)

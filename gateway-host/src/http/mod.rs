@@ -28,6 +28,7 @@ pub mod auth;
 mod cors;
 pub mod gateway_mcp;
 mod health;
+mod mcp_sessions;
 mod jsonrpc_gate;
 mod mcp_relay;
 mod mcp_tasks;
@@ -69,12 +70,14 @@ impl GatewayState {
         if let Err(why) = &provider {
             tracing::info!("Chat agent: {why}");
         }
+        let shared_sessions = mcp_sessions::for_store(&store);
         let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider));
         let shutdown = CancellationToken::new();
         let apps_mcp = apps_mcp::service(
             module.clone(),
             gateway_mcp::Compatibility::from_settings(&settings),
             apps_mcp::max_request_bytes(&settings),
+            shared_sessions,
             shutdown.child_token(),
         );
         Ok(GatewayState {
@@ -113,6 +116,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
                     state.tools.clone(),
                     gateway_mcp::Compatibility::from_settings(&state.settings),
                     apps_mcp::max_request_bytes(&state.settings),
+                    mcp_sessions::for_store(state.chat.store()),
                     state.shutdown.child_token(),
                 ))
                 .layer(gate)
