@@ -130,6 +130,14 @@ pub struct ForwardedInput {
     pub answer: Result<Value, Value>,
 }
 
+/// A session's saved messages, read back from their JSON texts.
+pub fn parse_messages(id: &str, texts: &[String]) -> Result<Vec<Value>, StoreError> {
+    texts
+        .iter()
+        .map(|t| serde_json::from_str::<Value>(t).map_err(|e| StoreError::Corrupt(format!("session {id}: {e}"))))
+        .collect()
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)

@@ -237,10 +237,7 @@ impl SessionStore for RedisStore {
                 .await
                 .map_err(redis_err)?;
             let Some(summary) = summary_of(id, &hash) else { return Ok(None) };
-            let messages = texts
-                .iter()
-                .map(|t| serde_json::from_str::<Value>(t).map_err(|e| StoreError::Corrupt(format!("session {id}: {e}"))))
-                .collect::<Result<Vec<_>, _>>()?;
+            let messages = super::store::parse_messages(id, &texts)?;
             Ok(Some(Session { summary, messages }))
         }
         .boxed()

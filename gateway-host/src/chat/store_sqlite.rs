@@ -137,17 +137,14 @@ impl SessionStore for SqliteStore {
                 .map_err(db_err)?;
             let Some(summary) = summary else { return Ok(None) };
             let mut stmt = tx.prepare_cached("SELECT json FROM messages WHERE session_id = ?1 ORDER BY seq").map_err(db_err)?;
-            let texts = stmt
+            let texts: Vec<String> = stmt
                 .query_map(params![id], |r| r.get::<_, String>(0))
                 .map_err(db_err)?
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(db_err)?;
             drop(stmt);
             tx.finish().map_err(db_err)?;
-            let messages = texts
-                .iter()
-                .map(|t| serde_json::from_str::<Value>(t).map_err(|e| StoreError::Corrupt(format!("session {id}: {e}"))))
-                .collect::<Result<Vec<_>, _>>()?;
+            let messages = super::store::parse_messages(&id, &texts)?;
             Ok(Some(Session { summary, messages }))
         })
         .boxed()
