@@ -26,7 +26,12 @@ use crate::relay::random_hex;
 pub const MAX_CHAT_BYTES: usize = 1024 * 1024;
 
 fn problem(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": { "code": code, "message": message.into() } }))).into_response()
+    let mut response = (status, Json(json!({ "error": { "code": code, "message": message.into() } }))).into_response();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        // The rest of the body is never read: the connection cannot carry another request.
+        response.headers_mut().insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+    }
+    response
 }
 
 fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Response> {

@@ -32,7 +32,10 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
         Ok(bytes) => bytes,
         Err(_) => {
             let message = format!("request body exceeds {limit} bytes (Gateway.MaxRequestBytes)");
-            return refuse(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, -32600, message);
+            let mut response = refuse(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, -32600, message);
+            // The rest of the body is never read: the connection cannot carry another request.
+            response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+            return response;
         }
     };
     let message: Value = match serde_json::from_slice(&bytes) {
