@@ -42,6 +42,8 @@ const RETRY_RESET: Duration = Duration::from_secs(30);
 /// How long a session's start waits for its first stream to be acknowledged before enumerating
 /// (so a change right after enumeration is not missed); the stream may still open later.
 const FIRST_OPEN_WAIT: Duration = Duration::from_secs(2);
+/// How long a stream open at stop waits for its session to end (see [`end_with_session`]).
+const END_WITH_SESSION_WAIT: Duration = Duration::from_secs(10);
 
 /// What the app advertised, as far as subscriptions go.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -234,7 +236,15 @@ struct Task {
 
 impl Task {
     async fn run(mut self) {
-        let mut current: Option<(Subscription, Instant)> = None;
+        let mut current = None;
+        self.listen(&mut current).await;
+        if let Some((subscription, _)) = current {
+            end_with_session(subscription).await;
+        }
+    }
+
+    /// Keeps the streams open until stop (or the session's end); leaves the open one in `current`.
+    async fn listen(&mut self, current: &mut Option<(Subscription, Instant)>) {
         // Re-open (with the newest filter) before waiting for anything else.
         let mut reopen = true;
         // The previous stream ended by itself: refresh what it covered once a new one is open.
@@ -275,7 +285,7 @@ impl Task {
                             self.resync(&covered, &acknowledged);
                         }
                         self.publish(version, Some(acknowledged), None);
-                        current = Some((*subscription, Instant::now()));
+                        *current = Some((*subscription, Instant::now()));
                     }
                     Open::Stopped => return,
                     Open::Refused(e) => {
@@ -307,7 +317,7 @@ impl Task {
                     Ok(()) => reopen = true,
                     Err(_) => return,
                 },
-                next = next_of(&mut current) => match next {
+                next = next_of(current) => match next {
                     Ok(Some(notification)) => {
                         let (notification, seq) = Notifier::detach(notification);
                         self.notifier.deliver(notification, seq).await;
@@ -386,6 +396,15 @@ impl Task {
     fn publish(&self, version: u64, acknowledged: Option<SubscriptionFilter>, error: Option<String>) {
         self.opened.send_replace(Opened { version, acknowledged, error });
     }
+}
+
+/// A stream open when the session closes ends with the session instead of being cancelled:
+/// a cancel sent while the session shuts down races the app's last answer to it, which then
+/// reaches a request nobody waits for (rmcp warns "Error sending response"). Bounded, in case
+/// the session outlives the listener.
+async fn end_with_session(mut subscription: Subscription) {
+    let drained = async { while let Ok(Some(_)) = subscription.next().await {} };
+    let _ = tokio::time::timeout(END_WITH_SESSION_WAIT, drained).await;
 }
 
 /// The next notification of the current stream; never resolves without one.
