@@ -75,6 +75,7 @@ echo "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') o
 log "installing Node test packages"
 (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
 (cd mcpapps/grocery-inventory/ui && npm ci --no-audit --no-fund --loglevel=error)
+(cd gateway-host/web && npm ci --no-audit --no-fund --loglevel=error)
 
 # --- Python packages -------------------------------------------------------------------------
 log "installing Python test packages"

@@ -112,17 +112,16 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
         summary.abi_version,
         summary.path
     );
-    let mut listeners = Vec::new();
-    for addr in &addrs {
-        let listener =
-            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-        listeners.push(listener);
-    }
+    let sandbox_addrs = http::sandbox::listen_addrs(&settings, &addrs)?;
+    let listeners = bind_all(&addrs, "").await?;
+    let sandbox_listeners = bind_all(&sandbox_addrs, " (the sandbox, Gateway.SandboxUrls)").await?;
     let bound: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
+    let sandbox_bound: Vec<SocketAddr> = sandbox_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let module = create_module(&settings, loaded)?;
-    let state = Arc::new(GatewayState::new(module.clone(), settings, summary, bound.clone())?);
+    let state = Arc::new(GatewayState::new(module.clone(), settings, summary, bound, sandbox_bound)?);
     state.tools.follow_module();
     let router = http::router(state.clone());
+    let sandbox_router = http::sandbox::router(!state.auth.required);
 
     // Apps start in the background so that the gateway answers /healthz while they connect.
     let starter = module.clone();
@@ -134,21 +133,13 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();
+    for listener in sandbox_listeners {
+        tracing::info!("Sandbox listening on http://{}", listener.local_addr()?);
+        servers.push(spawn_server(listener, sandbox_router.clone(), stop_rx.clone()));
+    }
     for listener in listeners {
-        let addr = listener.local_addr()?;
-        tracing::info!("Gateway listening on http://{addr}");
-        let mut stop = stop_rx.clone();
-        let app = router.clone().into_make_service_with_connect_info::<SocketAddr>();
-        servers.push(tokio::spawn(async move {
-            axum::serve(listener.tap_io(|tcp| {
-            // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
-            let _ = tcp.set_nodelay(true);
-        }), app)
-                .with_graceful_shutdown(async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await
-        }));
+        tracing::info!("Gateway listening on http://{}", listener.local_addr()?);
+        servers.push(spawn_server(listener, router.clone(), stop_rx.clone()));
     }
 
     shutdown_signal().await;
@@ -162,6 +153,39 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), server).await;
     }
     Ok(())
+}
+
+async fn bind_all(addrs: &[SocketAddr], what: &str) -> Result<Vec<tokio::net::TcpListener>, BoxError> {
+    let mut listeners = Vec::new();
+    for addr in addrs {
+        let listener =
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}{what}: {e}"))?;
+        listeners.push(listener);
+    }
+    Ok(listeners)
+}
+
+/// Serves `router` on `listener` until `stop` turns true (then finishes open requests: streams
+/// end through `GatewayState::shutdown`).
+fn spawn_server(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    let app = router.into_make_service_with_connect_info::<SocketAddr>();
+    tokio::spawn(async move {
+        axum::serve(
+            listener.tap_io(|tcp| {
+                // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
+                let _ = tcp.set_nodelay(true);
+            }),
+            app,
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+    })
 }
 
 async fn shutdown_signal() {

@@ -35,7 +35,12 @@ pub enum Frame {
         name: String,
         text: String,
         is_error: bool,
-        /// For tools with a UI: what a page needs to render the app.
+        /// For tools with a UI: what a page needs to render the app — the app, its own name
+        /// for the tool, the UI resource, the tool's input and the app's raw result.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        app_id: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_name: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         resource_uri: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -49,15 +54,46 @@ pub enum Frame {
     Done,
 }
 
-/// What the user did inside an app's UI (`ui/message`), added to the turn as context.
+/// What the user did inside an app's UI, added to the turn: a tool the UI called (`tool`,
+/// `args`, `resultText`: context for the model), or a message the app posted into the chat
+/// (`ui/message`: `text`, said on the user's behalf). `app` names the app when known.
 #[derive(Debug, Clone, serde::Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AppEvent {
-    pub tool: String,
+    #[serde(default)]
+    pub app: Option<String>,
+    #[serde(default)]
+    pub tool: Option<String>,
     #[serde(default)]
     pub args: Value,
     #[serde(default)]
     pub result_text: String,
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+impl AppEvent {
+    /// A valid event is a tool call or a message, not both and not neither.
+    pub fn check(&self) -> Result<(), String> {
+        match (&self.tool, &self.text) {
+            (Some(tool), None) if !tool.is_empty() => Ok(()),
+            (None, Some(text)) if !text.trim().is_empty() => Ok(()),
+            _ => Err("each app event is either {tool, args?, resultText?} or {text}, with an optional app".to_string()),
+        }
+    }
+
+    /// How the event reads in the user's message.
+    fn describe(&self) -> String {
+        let ui = match self.app.as_deref() {
+            Some(app) => format!("the UI of the app '{app}'"),
+            None => "an app's UI".to_string(),
+        };
+        match (&self.tool, &self.text) {
+            (Some(tool), _) => format!("[In {ui}, the user called the tool '{tool}' with {} → {}]", self.args, self.result_text),
+            (None, Some(text)) => format!("[Sent from {ui}] {text}"),
+            (None, None) => String::new(),
+        }
+    }
 }
 
 pub struct TurnRequest {
@@ -176,7 +212,11 @@ impl Chat {
         };
         match outcome {
             Ok(messages) => {
-                let title = title_of(request.message.as_deref().unwrap_or_else(|| request.app_events.first().map(|e| e.tool.as_str()).unwrap_or("")));
+                // What the user said: typed, else posted from an app, else the app tool they ran.
+                let said = request.message.as_deref().filter(|m| !m.trim().is_empty());
+                let posted = || request.app_events.iter().find_map(|e| e.text.as_deref());
+                let ran = || request.app_events.iter().find_map(|e| e.tool.as_deref());
+                let title = title_of(said.or_else(posted).or_else(ran).unwrap_or(""));
                 if let Err(e) = self.store.append_turn(&id, &title, &messages).await {
                     send(Frame::Error { message: format!("the turn could not be saved: {e}") });
                 }
@@ -207,7 +247,8 @@ impl Chat {
             .collect();
         let system = json!({ "role": "system", "content": provider.config().system_prompt });
         for _ in 0..provider.config().max_tool_rounds {
-            let messages: Vec<Value> = std::iter::once(system.clone()).chain(history.iter().cloned()).chain(new_messages.iter().cloned()).collect();
+            let messages: Vec<Value> =
+                std::iter::once(system.clone()).chain(history.iter().chain(new_messages.iter()).map(for_provider)).collect();
             let completion = provider
                 .complete(&messages, &tools, |delta| send(Frame::Text { delta: delta.to_string() }))
                 .await
@@ -219,8 +260,12 @@ impl Chat {
             }
             for call in &completion.tool_calls {
                 let (result_text, frame) = self.run_tool(call, &names, &request.session_id, send, cancel).await;
+                let mut message = json!({ "role": "tool", "tool_call_id": call.id, "content": result_text });
+                if let Some(ui) = ui_of(&frame) {
+                    message[UI_KEY] = ui;
+                }
                 send(frame);
-                new_messages.push(json!({ "role": "tool", "tool_call_id": call.id, "content": result_text }));
+                new_messages.push(message);
             }
         }
         send(Frame::Error {
@@ -252,11 +297,18 @@ impl Chat {
         };
         let text = flatten(&result);
         let ui = result.ui_resource_uri.is_some();
+        let source = name.as_deref().and_then(|n| self.registry.resolved(n)).map(|spec| spec.source);
+        let (app_id, tool_name) = match source {
+            Some(crate::tools::ToolSource::Module { app_id, tool_name }) if ui => (Some(app_id), Some(tool_name)),
+            _ => (None, None),
+        };
         let frame = Frame::ToolResult {
             id: call.id.clone(),
             name: name.unwrap_or_else(|| call.name.clone()),
             text: text.clone(),
             is_error: result.is_error,
+            app_id,
+            tool_name,
             resource_uri: result.ui_resource_uri.clone(),
             input: ui.then(|| input.clone()),
             result: if ui { result.raw.clone() } else { None },
@@ -305,12 +357,38 @@ impl Chat {
     }
 }
 
+/// Where a stored tool message keeps what a page needs to render its app again when the
+/// session's history is reloaded (`GET /apps/sessions/{id}`); never sent to the model.
+pub const UI_KEY: &str = "ui";
+
+/// The UI part of a `tool_result` frame, as stored with the tool message.
+fn ui_of(frame: &Frame) -> Option<Value> {
+    match frame {
+        Frame::ToolResult { name, app_id, tool_name, resource_uri: Some(uri), input, result, .. } => Some(json!({
+            "name": name, "appId": app_id, "toolName": tool_name, "resourceUri": uri, "input": input, "result": result,
+        })),
+        _ => None,
+    }
+}
+
+/// A stored message as the model gets it: without what only pages read.
+fn for_provider(message: &Value) -> Value {
+    match message.get(UI_KEY) {
+        Some(_) => {
+            let mut message = message.clone();
+            message.as_object_mut().map(|m| m.remove(UI_KEY));
+            message
+        }
+        None => message.clone(),
+    }
+}
+
 /// The user's message, with what they did in app UIs before it.
 fn user_content(request: &TurnRequest) -> String {
     let mut parts: Vec<String> = request
         .app_events
         .iter()
-        .map(|e| format!("[In an app's UI, the user called the tool '{}' with {} → {}]", e.tool, e.args, e.result_text))
+        .map(AppEvent::describe)
         .collect();
     if let Some(message) = request.message.as_deref().filter(|m| !m.trim().is_empty()) {
         parts.push(message.to_string());

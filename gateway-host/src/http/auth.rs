@@ -305,9 +305,24 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
     response
 }
 
-/// Paths served without credentials: presenting the token is how one gets a session.
+/// Requests served without credentials even when the gateway requires them:
+/// - `POST /auth/session`: presenting the token is how one gets a session.
+/// - `GET` of the host page and its static files (`/`, `/apps`, `/apps/`, `/apps/assets/{name}`,
+///   see `host_page.rs`): they are built into the binary and hold no data, and the page is what
+///   asks a browser user for the token (it shows a sign-in form when `/apps/health` answers 401).
+///   Everything the page displays comes from routes that still need credentials, `/apps/events`
+///   included. When the gateway is open, the DNS-rebinding check still applies to these (it runs
+///   for every request, see [`guard`]).
 fn is_public(request: &Request) -> bool {
-    request.method() == Method::POST && request.uri().path() == "/auth/session"
+    let path = request.uri().path();
+    match *request.method() {
+        Method::POST => path == "/auth/session",
+        Method::GET => {
+            matches!(path, "/" | "/apps" | "/apps/")
+                || path.strip_prefix("/apps/assets/").is_some_and(|name| !name.is_empty() && !name.contains('/'))
+        }
+        _ => false,
+    }
 }
 
 /// The middleware in front of every route (see [`super::router`]).
@@ -427,6 +442,20 @@ mod tests {
         assert!(!is_loopback_origin("http://evil.com@localhost"));
         assert!(!is_loopback_origin("null"));
         assert!(!is_loopback_origin("file://localhost"));
+    }
+
+    #[test]
+    fn public_requests() {
+        let request = |method: Method, path: &str| Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
+        for path in ["/", "/apps", "/apps/", "/apps/assets/host.js", "/apps/assets/anything"] {
+            assert!(is_public(&request(Method::GET, path)), "{path}");
+            assert!(!is_public(&request(Method::POST, path)), "POST {path}");
+        }
+        assert!(is_public(&request(Method::POST, "/auth/session")));
+        for path in ["/apps/health", "/apps/events", "/apps/assets/", "/apps/assets/a/b", "/apps/mcp/x", "/mcp", "/tools", "/auth/session"] {
+            assert!(!is_public(&request(Method::GET, path)), "{path}");
+        }
+        assert!(!is_public(&request(Method::HEAD, "/apps/")));
     }
 
     #[test]

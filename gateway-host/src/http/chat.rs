@@ -74,10 +74,17 @@ pub async fn post(State(state): State<Arc<GatewayState>>, body: Result<Bytes, By
         events => match serde_json::from_value(events.clone()) {
             Ok(events) => events,
             Err(e) => {
-                return problem(StatusCode::BAD_REQUEST, "bad_app_events", format!("appEvents must be [{{tool, args, resultText}}]: {e}"))
+                return problem(
+                    StatusCode::BAD_REQUEST,
+                    "bad_app_events",
+                    format!("appEvents must be [{{app?, tool, args?, resultText?}} or {{app?, text}}]: {e}"),
+                )
             }
         },
     };
+    if let Some(why) = app_events.iter().find_map(|e| e.check().err()) {
+        return problem(StatusCode::BAD_REQUEST, "bad_app_events", why);
+    }
     if message.as_deref().is_none_or(|m| m.trim().is_empty()) && app_events.is_empty() {
         return problem(StatusCode::BAD_REQUEST, "nothing_to_say", "send a message, appEvents, or both");
     }

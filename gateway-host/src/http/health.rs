@@ -6,7 +6,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use host_abi::AppDescriptor;
+use host_abi::{AbiError, AppDescriptor};
 use serde_json::{json, Value};
 
 use super::auth::host_part;
@@ -23,15 +23,15 @@ pub async fn healthz(State(state): State<Arc<GatewayState>>) -> Json<Value> {
 ///
 /// - `mcp`: the `/apps/mcp/{appId}` URL of the first Running app with a UI, else of the first
 ///   Running app, else null.
-/// - `sandbox`: the origin app iframes are rendered on. `Gateway.SandboxUrl` when configured,
-///   else null: the sandbox page does not exist yet (a later issue serves it), and a URL that
-///   answers 404 would be worse than none.
+/// - `sandbox`: the origin app iframes are rendered on (the sandbox listener,
+///   [`super::sandbox::SandboxSite::origin`]: the same value the host page's CSP `frame-src`
+///   names, so the page never frames an origin its own policy forbids).
 /// - URLs are absolute, built from `Gateway.PublicBaseUrl` when set, else from the `Host` the
 ///   client used (already checked to be loopback when the gateway is open), else the first bound
 ///   address. Forwarding headers are never read (R36).
 pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: HeaderMap) -> Response {
-    let apps = match state.module.list_apps().await {
-        Ok(apps) => apps.into_iter().filter(crate::module_host::is_mcp_app).collect::<Vec<_>>(),
+    let listing = match app_listing(&state, &headers).await {
+        Ok(listing) => listing,
         Err(e) => {
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -40,11 +40,37 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
                 .into_response()
         }
     };
-    let base = base_url(&state, &headers);
+    Json(json!({
+        "ok": true,
+        "name": "gateway-host",
+        "version": crate::serve::GATEWAY_VERSION,
+        "mcp": listing.featured_mcp,
+        "sandbox": state.sandbox.origin(&headers),
+        "apps": listing.apps,
+    }))
+    .into_response()
+}
+
+/// The MCP Apps as the browser sees them: what `/apps/health` and `/apps/events` both send, so
+/// the two can never disagree.
+pub struct AppListing {
+    /// One entry per MCP App ([`crate::module_host::app_json`] plus its `mcp` URL), in registry
+    /// order; standard `Plugins.Mcp` servers are left out (they have no place under `/apps/*`).
+    pub apps: Vec<Value>,
+    /// The `/apps/mcp/{appId}` URL of the first Running app with a UI, else of the first Running
+    /// app.
+    pub featured_mcp: Option<String>,
+}
+
+/// Builds the [`AppListing`] for a request (its `Host` decides the absolute URLs).
+pub async fn app_listing(state: &GatewayState, headers: &HeaderMap) -> Result<AppListing, AbiError> {
+    let apps: Vec<AppDescriptor> =
+        state.module.list_apps().await?.into_iter().filter(crate::module_host::is_mcp_app).collect();
+    let base = base_url(state, headers);
     let mcp_url = |id: &str| format!("{base}/apps/mcp/{}", encode_segment(id));
     let running = |a: &&AppDescriptor| a.state.as_str() == "running";
     let featured = apps.iter().filter(running).find(|a| a.has_ui).or_else(|| apps.iter().find(running));
-    let list: Vec<Value> = apps
+    let list = apps
         .iter()
         .map(|a| {
             let mut entry = crate::module_host::app_json(a);
@@ -52,15 +78,7 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
             entry
         })
         .collect();
-    Json(json!({
-        "ok": true,
-        "name": "gateway-host",
-        "version": crate::serve::GATEWAY_VERSION,
-        "mcp": featured.map(|a| mcp_url(a.id.as_str())),
-        "sandbox": state.settings.get_str("Gateway:SandboxUrl"),
-        "apps": list,
-    }))
-    .into_response()
+    Ok(AppListing { apps: list, featured_mcp: featured.map(|a| mcp_url(a.id.as_str())) })
 }
 
 /// `http://host:port` without a trailing slash.
@@ -78,7 +96,7 @@ fn base_url(state: &GatewayState, headers: &HeaderMap) -> String {
 }
 
 /// A Host value safe to echo into a URL (no path, userinfo or spaces).
-fn valid_authority(h: &str) -> bool {
+pub fn valid_authority(h: &str) -> bool {
     !h.is_empty()
         && h.chars().all(|c| c.is_ascii_alphanumeric() || "-.:[]_".contains(c))
         && !host_part(h).is_empty()

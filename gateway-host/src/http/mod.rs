@@ -3,7 +3,11 @@
 //! Layering, outermost first: CORS (answers preflights before anything else, R37) → auth
 //! (R36: credentials, or the DNS-rebinding check when open) → the routes. The auth layer wraps
 //! the **whole** router, so every route — including ones merged in later, such as `/mcp` — is
-//! protected; the only exemption is `POST /auth/session` (see [`auth::guard`]).
+//! protected; the only exemptions are `POST /auth/session` and the host page's static files
+//! (see [`auth::guard`]).
+//!
+//! The sandbox origin app UIs are framed from is a separate router on separate listeners
+//! ([`sandbox::router`]): none of the routes here exist on it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -28,10 +32,12 @@ pub mod auth;
 mod cors;
 pub mod gateway_mcp;
 mod health;
+mod host_page;
 mod mcp_sessions;
 mod jsonrpc_gate;
 mod mcp_relay;
 mod mcp_tasks;
+pub mod sandbox;
 mod tools;
 
 /// What every handler may need.
@@ -40,6 +46,8 @@ pub struct GatewayState {
     pub settings: Settings,
     pub module_summary: ModuleSummary,
     pub bound: Vec<SocketAddr>,
+    /// The sandbox listeners' bound addresses and the origin browsers use for them (R38).
+    pub sandbox: sandbox::SandboxSite,
     /// Auth rules and browser sessions (R36), fixed at startup.
     pub auth: auth::AuthPolicy,
     /// The native tool registry (R30) the agent and `/mcp` read from.
@@ -53,14 +61,17 @@ pub struct GatewayState {
 }
 
 impl GatewayState {
-    /// Fails when auth is required but no token is configured, or the session store cannot be
-    /// opened: the gateway must not start then.
+    /// Fails when auth is required but no token is configured, the session store cannot be
+    /// opened, or `Gateway.PublicSandboxUrl` is not an origin: the gateway must not start then.
+    /// `bound`: the gateway's listeners; `sandbox_bound`: the sandbox's.
     pub fn new(
         module: Arc<ModuleHost>,
         settings: Settings,
         module_summary: ModuleSummary,
         bound: Vec<SocketAddr>,
+        sandbox_bound: Vec<SocketAddr>,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let sandbox = sandbox::SandboxSite::from_settings(&settings, sandbox_bound)?;
         let auth = auth::AuthPolicy::from_settings(&settings, &bound)?;
         tracing::info!("{}", auth.describe());
         let tools = ToolRegistry::new(module.clone(), Preference::from_config(settings.get("Tools:Preference")));
@@ -85,6 +96,7 @@ impl GatewayState {
             settings,
             module_summary,
             bound,
+            sandbox,
             auth,
             tools,
             shutdown,
@@ -102,6 +114,11 @@ pub fn router(state: Arc<GatewayState>) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/auth/session", post(auth::create_session))
+        .route("/", get(host_page::to_page))
+        .route("/apps", get(host_page::to_page))
+        .route("/apps/", get(host_page::page))
+        .route("/apps/assets/{name}", get(host_page::asset))
+        .route("/apps/events", get(host_page::events))
         .route("/apps/health", get(health::apps_health))
         .route("/tools", get(tools::list))
         .route("/apps/chat", post(chat::post).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BYTES)))

@@ -110,6 +110,11 @@ impl ToolRegistry {
         self.snapshot.read().resolved.values().cloned().collect()
     }
 
+    /// The model's tool `name` (preference applied), if there is one.
+    pub fn resolved(&self, name: &str) -> Option<ToolSpec> {
+        self.snapshot.read().resolved.get(name).cloned()
+    }
+
     /// Every provider's tools, model-visible or not.
     pub fn all_tools(&self) -> Vec<ToolSpec> {
         self.snapshot.read().all.clone()
@@ -217,8 +222,7 @@ impl ToolRegistry {
     /// [`ModuleHost::next_call_id`]), with the request's `_meta` (e.g. the caller's progress
     /// token) and `extra` (e.g. the relay opt-in, `host_abi::relay`), both JSON objects or null.
     pub async fn call_with(&self, name: &str, arguments_json: &str, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
-        let spec = self.snapshot.read().resolved.get(name).cloned();
-        let Some(spec) = spec else {
+        let Some(spec) = self.resolved(name) else {
             return ToolResult::error(format!("unknown tool '{name}'"));
         };
         match &spec.source {

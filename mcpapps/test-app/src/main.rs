@@ -74,6 +74,12 @@ struct Cli {
     /// Size of the UI HTML resource in KiB (padded with a deterministic HTML comment).
     #[arg(long, value_name = "N", default_value_t = 2)]
     ui_size_kb: usize,
+    /// Serve this file as the UI resource instead (e.g. a probe page of a browser test).
+    #[arg(long, value_name = "PATH")]
+    ui_file: Option<std::path::PathBuf>,
+    /// The UI resource's `_meta.ui` (JSON object: `csp`, `permissions`, `prefersBorder`…).
+    #[arg(long, value_name = "JSON")]
+    ui_meta: Option<String>,
     /// tools/list page size: when there are more tools than this, tools/list is paginated
     /// (nextCursor). 0 turns pagination off.
     #[arg(long, value_name = "N", default_value_t = 10)]
@@ -711,7 +717,12 @@ impl ServerHandler for TestApp {
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri.as_str();
         let contents = if uri == UI_URI {
-            ResourceContents::text(self.shared.ui_html.clone(), uri).with_mime_type(UI_MIME)
+            let contents = ResourceContents::text(self.shared.ui_html.clone(), uri).with_mime_type(UI_MIME);
+            match self.shared.cli.ui_meta.as_deref().map(serde_json::from_str::<Value>) {
+                Some(Ok(ui)) => contents.with_meta(meta(json!({ "ui": ui }))),
+                Some(Err(e)) => return Err(McpError::internal_error(format!("--ui-meta is not JSON: {e}"), None)),
+                None => contents,
+            }
         } else if uri == README_URI {
             ResourceContents::text(format!("{} is a test app for the MCP App gateway.\n", self.name()), uri)
                 .with_mime_type("text/plain")
@@ -896,7 +907,10 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let (tool_changes, _) = broadcast::channel(16);
     let (resource_updates, _) = broadcast::channel(16);
     let shared = Arc::new(Shared {
-        ui_html: ui_html(cli.ui_size_kb),
+        ui_html: match &cli.ui_file {
+            Some(path) => std::fs::read_to_string(path).map_err(|e| format!("--ui-file {}: {e}", path.display()))?,
+            None => ui_html(cli.ui_size_kb),
+        },
         cli,
         dynamic: Mutex::new(Vec::new()),
         tool_changes,
