@@ -118,10 +118,14 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
     let bound: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let sandbox_bound: Vec<SocketAddr> = sandbox_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let module = create_module(&settings, loaded)?;
-    let state = Arc::new(GatewayState::new(module.clone(), settings, summary, bound, sandbox_bound)?);
+    let state = Arc::new(GatewayState::new(module.clone(), settings, summary, bound.clone(), sandbox_bound.clone())?);
     state.tools.follow_module();
     let router = http::router(state.clone());
-    let sandbox_router = http::sandbox::router(!state.auth.required);
+    let own = http::sandbox::OwnOrigins::new(
+        &[bound.as_slice(), sandbox_bound.as_slice()].concat(),
+        state.settings.get_str("Gateway:PublicBaseUrl").as_deref(),
+    );
+    let sandbox_router = http::sandbox::router(!state.auth.required, own);
 
     // Apps start in the background so that the gateway answers /healthz while they connect.
     let starter = module.clone();

@@ -21,6 +21,7 @@
 //! same DNS-rebinding rule the main listener applies ([`super::auth`]).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -199,9 +200,9 @@ struct HostRule {
 /// The sandbox listener's router: `GET /sandbox`, `GET /sandbox/sandbox.js`, and a plain 404 for
 /// every other path and method (none of the gateway's routes exist here, so an app UI cannot use
 /// the sandbox origin to reach them). `gateway_open`: see [`HostRule`].
-pub fn router(gateway_open: bool) -> Router {
+pub fn router(gateway_open: bool, own: OwnOrigins) -> Router {
     Router::new()
-        .route("/sandbox", get(page))
+        .route("/sandbox", get(page).with_state(Arc::new(own)))
         .route("/sandbox/sandbox.js", get(script))
         .fallback(not_found)
         .method_not_allowed_fallback(not_found)
@@ -232,8 +233,8 @@ async fn host_rule(State(rule): State<HostRule>, request: Request, next: Next) -
 /// `GET /sandbox?csp=<percent-encoded JSON>`: the sandbox page with the app's CSP as a header
 /// (a header, not a `<meta>`, so the app's HTML cannot drop or precede it). `no-store`: the
 /// policy is per app and must never come from a cache.
-async fn page(request: Request) -> Response {
-    let csp = sandbox_csp(request.uri().query());
+async fn page(State(own): State<Arc<OwnOrigins>>, request: Request) -> Response {
+    let csp = sandbox_csp(request.uri().query(), &own);
     for warning in &csp.warnings {
         tracing::warn!("sandbox CSP: {warning}");
     }
@@ -275,7 +276,7 @@ pub struct SandboxCsp {
 /// The policy for a `/sandbox` request's query (`?csp=<percent-encoded JSON>`, the resource's
 /// `_meta.ui.csp`). Anything unusable — no `csp`, a query over [`MAX_CSP_QUERY_BYTES`], JSON
 /// that does not parse or is not an object — gives [`DEFAULT_CSP`].
-pub fn sandbox_csp(query: Option<&str>) -> SandboxCsp {
+pub fn sandbox_csp(query: Option<&str>, own: &OwnOrigins) -> SandboxCsp {
     let strict = |warning: Option<String>| SandboxCsp { header: DEFAULT_CSP.to_string(), warnings: warning.into_iter().collect() };
     let Some(query) = query else { return strict(None) };
     if query.len() > MAX_CSP_QUERY_BYTES {
@@ -287,7 +288,7 @@ pub fn sandbox_csp(query: Option<&str>) -> SandboxCsp {
     let Some(raw) = query_param(Some(query), "csp").filter(|c| !c.trim().is_empty()) else { return strict(None) };
     match serde_json::from_str::<Value>(&raw) {
         Ok(Value::Null) => strict(None),
-        Ok(declared @ Value::Object(_)) => csp_from_declaration(&declared),
+        Ok(declared @ Value::Object(_)) => csp_from_declaration(&declared, own),
         Ok(_) => strict(Some("csp is not a JSON object; using the strict default policy".to_string())),
         Err(e) => strict(Some(format!("csp is not valid JSON ({e}); using the strict default policy"))),
     }
@@ -302,7 +303,7 @@ pub fn sandbox_csp(query: Option<&str>) -> SandboxCsp {
 ///
 /// Every value must pass [`sanitize_source`]; the rest are dropped with a warning, as is
 /// everything past [`MAX_CSP_VALUES`] per list.
-pub fn csp_from_declaration(declared: &Value) -> SandboxCsp {
+pub fn csp_from_declaration(declared: &Value, own: &OwnOrigins) -> SandboxCsp {
     let mut warnings = Vec::new();
     let mut list = |key: &str| -> Vec<String> {
         let mut kept: Vec<String> = Vec::new();
@@ -314,6 +315,10 @@ pub fn csp_from_declaration(declared: &Value) -> SandboxCsp {
                         warnings.push(format!("{key}: dropped {} (not a scheme://host[:port] origin)", shown(item)));
                         continue;
                     };
+                    if own.covers(&source) {
+                        warnings.push(format!("{key}: dropped {} (that is the gateway itself)", shown(item)));
+                        continue;
+                    }
                     if kept.contains(&source) {
                         continue;
                     }
@@ -375,6 +380,43 @@ fn shown(value: &Value) -> String {
         format!("{}…", text.chars().take(120).collect::<String>())
     } else {
         text
+    }
+}
+
+/// Where the gateway itself answers, which no app may declare as a CSP source: browsers treat
+/// another port of the same host as the same *site*, so the session cookie would go along with
+/// an app's requests to the gateway's routes. A source is refused when its port (explicit or
+/// the scheme's default) is one the gateway listens on (main or sandbox listeners, whatever the
+/// host: a listener on 0.0.0.0 answers every name), or when its host is `Gateway.PublicBaseUrl`'s.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnOrigins {
+    pub ports: Vec<u16>,
+    pub public_host: Option<String>,
+}
+
+impl OwnOrigins {
+    pub fn new(listeners: &[SocketAddr], public_base_url: Option<&str>) -> OwnOrigins {
+        let mut ports: Vec<u16> = listeners.iter().map(SocketAddr::port).collect();
+        ports.sort_unstable();
+        ports.dedup();
+        let public_host = public_base_url
+            .and_then(|u| u.split_once("://").map(|(_, rest)| rest.split('/').next().unwrap_or("").to_string()))
+            .map(|authority| host_part(&authority).to_ascii_lowercase())
+            .filter(|h| !h.is_empty());
+        OwnOrigins { ports, public_host }
+    }
+
+    /// `source` is a normalized `scheme://host[:port]` from [`sanitize_source`].
+    fn covers(&self, source: &str) -> bool {
+        let Some((scheme, authority)) = source.split_once("://") else { return false };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => (host, port.parse::<u16>().ok()),
+            _ => (authority, None),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let port = port.unwrap_or(if matches!(scheme, "https" | "wss") { 443 } else { 80 });
+        let named = |public: &String| host == public || host.strip_prefix("*.").is_some_and(|h| public.ends_with(&format!(".{h}")));
+        self.ports.contains(&port) || self.public_host.as_ref().is_some_and(named)
     }
 }
 
@@ -467,7 +509,7 @@ mod tests {
     }
 
     fn csp_of(declared: Value) -> SandboxCsp {
-        sandbox_csp(Some(&format!("csp={}", encode(&declared.to_string()))))
+        sandbox_csp(Some(&format!("csp={}", encode(&declared.to_string()))), &OwnOrigins::default())
     }
 
     fn directive<'a>(header: &'a str, name: &str) -> Option<&'a str> {
@@ -481,7 +523,7 @@ mod tests {
                         base-uri 'self'; object-src 'none'";
         assert_eq!(DEFAULT_CSP, expected);
         for query in [None, Some(""), Some("x=1"), Some("csp="), Some("csp=null"), Some("csp=%7B%7D")] {
-            let csp = sandbox_csp(query);
+            let csp = sandbox_csp(query, &OwnOrigins::default());
             assert_eq!(csp.header, expected, "{query:?}");
             assert!(csp.warnings.is_empty(), "{query:?}: {:?}", csp.warnings);
         }
@@ -491,12 +533,12 @@ mod tests {
     #[test]
     fn unusable_requests_get_the_default_with_a_warning() {
         for query in ["csp=%7Bnot%20json", "csp=%5B%5D", "csp=%22https%3A%2F%2Fa.com%22"] {
-            let csp = sandbox_csp(Some(query));
+            let csp = sandbox_csp(Some(query), &OwnOrigins::default());
             assert_eq!(csp.header, DEFAULT_CSP, "{query}");
             assert_eq!(csp.warnings.len(), 1, "{query}");
         }
         let long = format!("csp={}", encode(&json!({"connectDomains": ["https://a.com"], "pad": "x".repeat(9000)}).to_string()));
-        let csp = sandbox_csp(Some(&long));
+        let csp = sandbox_csp(Some(&long), &OwnOrigins::default());
         assert_eq!(csp.header, DEFAULT_CSP);
         assert!(csp.warnings[0].contains("bytes"), "{:?}", csp.warnings);
     }
@@ -566,6 +608,25 @@ mod tests {
         assert_eq!(directive(&csp.header, "connect-src"), Some("connect-src https://api.example.com"));
         assert!(!csp.header.contains("a.com"), "{}", csp.header);
         assert_eq!(csp.warnings.len(), 2);
+    }
+
+    #[test]
+    fn the_gateway_itself_is_never_a_source() {
+        let own = OwnOrigins::new(&[addr("127.0.0.1:5000"), addr("0.0.0.0:5080")], Some("https://gw.example.com/base/"));
+        let declared = json!({
+            "connectDomains": [
+                "http://127.0.0.1:5000", "http://localhost:5000", "ws://[::1]:5080", "https://gw.example.com",
+                "https://*.example.com", "https://api.other.com", "https://api.other.com:5001"
+            ]
+        });
+        let csp = csp_from_declaration(&declared, &own);
+        assert_eq!(
+            directive(&csp.header, "connect-src"),
+            Some("connect-src https://api.other.com https://api.other.com:5001"),
+            "{csp:?}"
+        );
+        assert_eq!(csp.warnings.len(), 5, "{:?}", csp.warnings);
+        assert!(csp.warnings.iter().all(|w| w.contains("the gateway itself")), "{:?}", csp.warnings);
     }
 
     #[test]
