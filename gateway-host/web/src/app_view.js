@@ -55,18 +55,32 @@ export async function closeClients(sessionId) {
   }
 }
 
-/** The official postMessage transport, plus the origin checks it leaves to the host. */
+/**
+ * The official postMessage transport, plus the origin checks it leaves to the host, and a
+ * witness of the app's own `tools/call`s (request and the answer the bridge sends back), so the
+ * page can tell the agent what the user did in the app.
+ */
 class SandboxTransport extends PostMessageTransport {
-  constructor(frameWindow, origin) {
+  constructor(frameWindow, origin, onToolCall) {
     super(frameWindow, frameWindow);
     const accept = this.messageListener;
+    this.calls = new Map();
     this.messageListener = (event) => {
-      if (event.origin === origin) accept(event);
+      if (event.origin !== origin) return;
+      const message = event.data;
+      if (message?.method === "tools/call" && message.id !== undefined) this.calls.set(message.id, message.params ?? {});
+      accept(event);
     };
     this.sandboxOrigin = origin;
+    this.onToolCall = onToolCall;
   }
 
   async send(message) {
+    const params = message.method === undefined ? this.calls.get(message.id) : undefined;
+    if (params) {
+      this.calls.delete(message.id);
+      if (message.result) this.onToolCall(params, message.result);
+    }
     this.eventTarget.postMessage(message, this.sandboxOrigin);
   }
 }
@@ -165,7 +179,9 @@ export class AppView {
     const frame = document.createElement("iframe");
     frame.className = "app-frame";
     frame.title = `${this.appName} app`;
-    // The proxy needs its own origin (allow-same-origin) to run; the app inside it does not get one.
+    // The spec's sandbox permissions for the proxy frame (Chromium warns that such a frame
+    // could lift its own sandbox: it is cross-origin, so that reaches nothing of this page). The
+    // app inside it gets neither permission's origin: see sandbox.js.
     frame.setAttribute("sandbox", "allow-scripts allow-same-origin allow-forms");
     const allow = allowAttribute(permissions);
     if (allow) frame.setAttribute("allow", allow);
@@ -234,16 +250,11 @@ export class AppView {
     this.onTheme = () => bridge.sendHostContextChange({ theme: theme() });
     this.themeWatch.addEventListener("change", this.onTheme);
 
-    await bridge.connect(new SandboxTransport(frame.contentWindow, this.sandboxOrigin));
-    // Connecting wired the app's requests to the client. Its own tool calls go to its server
-    // that way (the gateway enforces visibility: model-only tools are refused); the page also
-    // remembers them, for the next turn's `appEvents`.
-    const forward = bridge.oncalltool;
-    bridge.oncalltool = async (params, extra) => {
-      const result = await forward(params, extra);
-      this.host.onToolCalled(this, params, result);
-      return result;
-    };
+    // Connecting wires the app's requests to the client: its own tool calls go to its server
+    // that way (the gateway enforces visibility: model-only tools are refused); the transport
+    // also reports them, for the next turn's `appEvents`.
+    const onToolCall = (params, result) => this.host.onToolCalled(this, params, result);
+    await bridge.connect(new SandboxTransport(frame.contentWindow, this.sandboxOrigin, onToolCall));
     const src = new URL("/sandbox", this.sandboxOrigin);
     src.searchParams.set("host", location.origin);
     src.searchParams.set("csp", JSON.stringify(csp));
