@@ -8,6 +8,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   REPO,
   TEST_APP_BIN,
@@ -92,12 +94,22 @@ describe("the host page", { timeout: 240_000 }, () => {
     writeManifest(temp.apps, "grocery-inventory", grocery);
     writeManifest(temp.apps, "basic-vanillajs", vanillaManifest());
     writeManifest(temp.apps, "probe", probeManifest());
+    writeManifest(temp.apps, "live", {
+      id: "live",
+      name: "Crashing app",
+      version: "1.0.0",
+      transport: "stdio",
+      command: TEST_APP_BIN,
+      arguments: ["--name", "live"],
+      toolNamePrefix: "live.",
+      startupTimeoutSeconds: 30,
+    });
     llm = await startScriptedLlm();
     gateway = await startGateway(
       gatewayConfig(temp.apps, { Agent: { BaseUrl: llm.baseUrl, Model: "scripted", TimeoutSeconds: 60 } }),
       { dir: temp.dir },
     );
-    await waitRunning(gateway, ["grocery-inventory", "basic-vanillajs", "probe"]);
+    await waitRunning(gateway, ["grocery-inventory", "basic-vanillajs", "probe", "live"]);
     browser = await launchBrowser();
   });
 
@@ -108,8 +120,14 @@ describe("the host page", { timeout: 240_000 }, () => {
     temp?.cleanup();
   });
 
-  it("lists the apps live, opens the GroceryInventory dashboard with real stock, and a change reaches the app", async () => {
+  it("lists the apps, opens the GroceryInventory dashboard with real stock, and a change reaches the app", async () => {
     const page = await newPage(browser);
+    const mcpCalls = [];
+    page.on("request", (request) => {
+      if (request.method() === "POST" && request.url().startsWith(gateway.url("/apps/mcp/grocery-inventory?sessionId="))) {
+        mcpCalls.push(request.postDataJSON());
+      }
+    });
     await page.goto(gateway.url("/"));
     assert.match(page.url(), /\/apps\/$/);
     const item = page.locator('.app[data-app-id="grocery-inventory"]');
@@ -132,10 +150,10 @@ describe("the host page", { timeout: 240_000 }, () => {
       timeoutMs: 15_000,
       what: "the change in the app's REST API",
     });
-    assert.match(gateway.logs(), /adjust_stock|POST \/apps\/mcp/i, "the change went through the gateway");
+    const adjust = mcpCalls.find((m) => m?.method === "tools/call" && m.params?.name === "adjust_stock");
+    assert.ok(adjust, `the change went through /apps/mcp: ${JSON.stringify(mcpCalls.map((m) => m?.method))}`);
+    assert.deepEqual({ storeId: adjust.params.arguments.storeId, delta: adjust.params.arguments.delta }, { storeId: 2, delta: 7 });
     await shot(page, "1-grocery-dashboard");
-
-    // The list follows the app's state live: a stop elsewhere shows without a reload.
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });
@@ -250,6 +268,52 @@ describe("the host page", { timeout: 240_000 }, () => {
     await page.context().close();
   });
 
+  it("shows a question an app asks during a chat turn as a form, and the answer reaches the app", async () => {
+    const page = await newPage(browser);
+    await page.goto(gateway.url("/apps/"));
+    await page.locator('.app[data-app-id="probe"][data-state="running"]').waitFor();
+    llm.push(reply.toolCall("probe_elicit", {}), reply.text("Thanks for answering."));
+    await page.getByLabel("Message to the agent").fill("Ask me something");
+    await page.getByLabel("Message to the agent").press("Enter");
+    const form = page.locator("form.input-request");
+    await form.waitFor({ timeout: 20_000 });
+    assert.equal(await form.getByLabel("Name").inputValue(), "Ada", "the schema's default");
+    await form.getByLabel("Name").fill("Grace");
+    await form.getByLabel(/Favourite colour/).selectOption("blue");
+    await form.getByLabel("How many").fill("7");
+    await shot(page, "5-elicitation-form");
+    await form.getByRole("button", { name: "Submit" }).click();
+    await form.locator(".input-status", { hasText: "Sent." }).waitFor();
+    // Inside the tool call's <details>, folded: attached, not visible.
+    const card = page.locator('.tool-call[data-tool="probe.elicit"] .tool-output');
+    await card.waitFor({ state: "attached", timeout: 20_000 });
+    const output = await card.textContent();
+    assert.match(output, /action=accept/);
+    assert.match(output, /"color":"blue"/);
+    assert.match(output, /"name":"Grace"/);
+    assert.match(output, /"count":7/);
+    await page.locator(".message.assistant", { hasText: "Thanks for answering." }).waitFor({ timeout: 20_000 });
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
+  it("follows the apps' states live: an app that crashes shows failed with its error, then running again", async () => {
+    const page = await newPage(browser);
+    await page.goto(gateway.url("/apps/"));
+    const item = page.locator('.app[data-app-id="live"]');
+    await item.and(page.locator('[data-state="running"]')).waitFor({ timeout: 15_000 });
+    const client = new Client({ name: "host-page-test", version: "1.0.0" });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gateway.url("/apps/mcp/live"))));
+    await client.callTool({ name: "crash", arguments: {} }).catch(() => {});
+    await client.close().catch(() => {});
+    await item.and(page.locator('[data-state="failed"]')).waitFor({ timeout: 15_000 });
+    assert.match(await item.locator(".app-state").innerText(), /Failed/);
+    assert.ok((await item.locator(".app-error").count()) > 0, "the app's last error is shown");
+    await shot(page, "6-app-failed");
+    await item.and(page.locator('[data-state="running"]')).waitFor({ timeout: 30_000 });
+    await page.context().close();
+  });
+
   it("is usable by keyboard, at phone width, in dark mode", async () => {
     const page = await newPage(browser, { viewport: { width: 390, height: 844 }, colorScheme: "dark" });
     await page.goto(gateway.url("/apps/"));
@@ -266,7 +330,7 @@ describe("the host page", { timeout: 240_000 }, () => {
     await page.keyboard.type("hello by keyboard");
     await page.keyboard.press("Enter");
     await page.locator(".message.assistant", { hasText: "Typed without a mouse." }).waitFor({ timeout: 20_000 });
-    await shot(page, "5-phone-dark");
+    await shot(page, "7-phone-dark");
     await page.context().close();
   });
 });
@@ -303,7 +367,7 @@ describe("the host page on a gateway that requires a token", { timeout: 120_000 
     await token.fill("wrong-token");
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("alert").filter({ hasText: "That token is not valid." }).waitFor();
-    await shot(page, "6-signin-refused");
+    await shot(page, "8-signin-refused");
 
     await token.fill("right-token-123");
     await page.getByRole("button", { name: "Sign in" }).click();
