@@ -58,10 +58,7 @@ pub fn validate(config: Option<&Path>, module: Option<&Path>, paths: &[String], 
 
 /// `gateway-host apps`: what discovery finds with this configuration, without starting anything.
 pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<(), BoxError> {
-    let report = with_module(config, module, |m| async move {
-        let text = m.instance().discover().await.into_result()?;
-        Ok(serde_json::from_str::<Value>(text.as_str())?)
-    })?;
+    let report = with_module(config, module, |m| async move { Ok(m.discover().await?) })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());

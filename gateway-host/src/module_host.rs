@@ -1,8 +1,11 @@
 //! The host's side of a created module: the sink the module logs and reports events through, and
 //! typed async wrappers over the module's calls.
 
+use std::collections::HashSet;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RStr;
@@ -10,10 +13,11 @@ use host_abi::{
     AbiError, AppDescriptor, ForwardRequest, HostSink, HostSink_TO, LogLevel, LogRecord, ModuleConfig, ModuleEvent,
     ModuleInstanceBox, ToolDescriptor,
 };
+use serde::Serialize;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 
-use crate::module_loader::LoadedModule;
+use crate::module_loader::{LoadedModule, ModuleSummary};
 use crate::relay::{RelayRoutes, RelayedCall};
 
 /// A module event, owned by the host.
@@ -98,7 +102,7 @@ pub fn is_mcp_app(app: &AppDescriptor) -> bool {
 
 /// Cancels a module call when the host stops waiting for it (a dropped request, a closed client).
 struct CancelOnDrop<'a> {
-    module: &'a ModuleHost,
+    instance: &'a ModuleInstanceBox,
     call_id: u64,
     armed: bool,
 }
@@ -106,7 +110,7 @@ struct CancelOnDrop<'a> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.module.instance.cancel(self.call_id);
+            self.instance.cancel(self.call_id);
         }
     }
 }
@@ -124,12 +128,70 @@ fn render_fields(fields_json: &str) -> String {
     out
 }
 
-/// A created module instance plus the host's view of it.
-pub struct ModuleHost {
+/// One created module instance and the library it came from.
+struct Active {
     instance: ModuleInstanceBox,
+    summary: ModuleSummary,
+}
+
+/// A module call in progress: the instance it runs on, and the gate permit that keeps a swap
+/// from shutting that instance down under it.
+struct Entered {
+    active: Arc<Active>,
+    _permit: OwnedRwLockReadGuard<()>,
+}
+
+/// The module the gateway runs, behind everything that calls it (SPEC R3, live swap).
+///
+/// Callers hold an `Arc<ModuleHost>` for the life of the process; the instance inside can be
+/// replaced ([`ModuleHost::swap`]). Every call enters through `gate` (shared), so a swap (which
+/// takes it exclusively) first lets the calls in flight finish, and calls that arrive meanwhile
+/// wait for the new instance instead of failing. Events and relayed-call routes are the host's
+/// own and outlive any instance: subscribers never notice a swap.
+pub struct ModuleHost {
+    active: parking_lot::RwLock<Arc<Active>>,
+    gate: Arc<tokio::sync::RwLock<()>>,
+    /// One swap at a time.
+    swapping: tokio::sync::Mutex<()>,
+    swaps: parking_lot::Mutex<Vec<SwapRecord>>,
+    /// Calls with an id in flight, so a drain that takes too long can cancel them.
+    in_flight: parking_lot::Mutex<HashSet<u64>>,
     events: broadcast::Sender<HostEvent>,
     relays: Arc<RelayRoutes>,
     next_call_id: AtomicU64,
+}
+
+/// One swap attempt, as `/healthz` reports it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwapRecord {
+    /// Milliseconds since the Unix epoch.
+    pub at: u64,
+    pub from: ModuleSummary,
+    /// The module asked for (its path, plus its identity when it could be loaded).
+    pub to: Value,
+    pub outcome: String,
+    pub duration_ms: u64,
+    /// Calls that were still running when the drain bound passed and were cancelled.
+    pub cancelled_calls: usize,
+}
+
+/// Why a swap did not happen; the old module keeps serving.
+#[derive(Debug, thiserror::Error)]
+pub enum SwapError {
+    #[error("another module swap is in progress")]
+    Busy,
+    #[error(transparent)]
+    Refused(#[from] crate::module_loader::LoadError),
+    #[error("module {path} refused to start: {error}")]
+    Create { path: String, error: AbiError },
+}
+
+/// How long [`SwapRecord`]s are kept.
+const SWAP_HISTORY: usize = 20;
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 impl ModuleHost {
@@ -138,9 +200,34 @@ impl ModuleHost {
     pub fn create(loaded: LoadedModule, config: ModuleConfig) -> Result<Arc<ModuleHost>, AbiError> {
         let (events, _) = broadcast::channel(1024);
         let relays = Arc::new(RelayRoutes::default());
-        let sink = HostSink_TO::from_value(GatewaySink { events: events.clone(), relays: relays.clone() }, TD_Opaque);
-        let instance = (loaded.root.create())(config, sink).into_result()?;
-        Ok(Arc::new(ModuleHost { instance, events, relays, next_call_id: AtomicU64::new(1) }))
+        let summary = loaded.summary();
+        let instance = new_instance(&loaded, config, &events, &relays)?;
+        Ok(Arc::new(ModuleHost {
+            active: parking_lot::RwLock::new(Arc::new(Active { instance, summary })),
+            gate: Arc::new(tokio::sync::RwLock::new(())),
+            swapping: tokio::sync::Mutex::new(()),
+            swaps: parking_lot::Mutex::new(Vec::new()),
+            in_flight: parking_lot::Mutex::new(HashSet::new()),
+            events,
+            relays,
+            next_call_id: AtomicU64::new(1),
+        }))
+    }
+
+    /// Waits for a swap in progress, then holds the current instance for one call.
+    async fn enter(&self) -> Entered {
+        let permit = self.gate.clone().read_owned().await;
+        Entered { active: self.active.read().clone(), _permit: permit }
+    }
+
+    /// The module serving now.
+    pub fn summary(&self) -> ModuleSummary {
+        self.active.read().summary.clone()
+    }
+
+    /// The swaps so far, oldest first.
+    pub fn swap_history(&self) -> Vec<SwapRecord> {
+        self.swaps.lock().clone()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
@@ -152,16 +239,21 @@ impl ModuleHost {
         self.next_call_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub fn instance(&self) -> &ModuleInstanceBox {
-        &self.instance
+    /// What discovery would find (`discover`), without starting anything.
+    pub async fn discover(&self) -> Result<Value, AbiError> {
+        let entered = self.enter().await;
+        let report = entered.active.instance.discover().await.into_result()?;
+        Ok(serde_json::from_str(report.as_str()).unwrap_or(Value::Null))
     }
 
     pub async fn list_apps(&self) -> Result<Vec<AppDescriptor>, AbiError> {
-        Ok(self.instance.list_apps().await.into_result()?.into_vec())
+        let entered = self.enter().await;
+        Ok(entered.active.instance.list_apps().await.into_result()?.into_vec())
     }
 
     pub async fn list_tools(&self) -> Result<Vec<ToolDescriptor>, AbiError> {
-        Ok(self.instance.list_tools().await.into_result()?.into_vec())
+        let entered = self.enter().await;
+        Ok(entered.active.instance.list_tools().await.into_result()?.into_vec())
     }
 
     /// Forwards one browser JSON-RPC message to an app's upstream session. Returns the response
@@ -188,8 +280,10 @@ impl ModuleHost {
             session_id: session_id.into(),
             extra_json: extra.to_string().into(),
         };
-        let mut guard = CancelOnDrop { module: self, call_id, armed: true };
-        let response = self.instance.forward(request).await.into_result();
+        let entered = self.enter().await;
+        let _tracked = self.track(call_id);
+        let mut guard = CancelOnDrop { instance: &entered.active.instance, call_id, armed: true };
+        let response = entered.active.instance.forward(request).await.into_result();
         guard.armed = false;
         drop(guard);
         let text = response?.message_json.into_string();
@@ -199,10 +293,18 @@ impl ModuleHost {
     /// A model-side tool call; cancelled in the module if this future is dropped.
     pub async fn call_tool(&self, request: host_abi::ToolCallRequest) -> Result<host_abi::ToolCallOutcome, AbiError> {
         let call_id = request.call_id;
-        let mut guard = CancelOnDrop { module: self, call_id, armed: true };
-        let result = self.instance.call_tool(request).await.into_result();
+        let entered = self.enter().await;
+        let _tracked = self.track(call_id);
+        let mut guard = CancelOnDrop { instance: &entered.active.instance, call_id, armed: true };
+        let result = entered.active.instance.call_tool(request).await.into_result();
         guard.armed = false;
         result
+    }
+
+    /// Records `call_id` as in flight until the returned guard drops.
+    fn track(&self, call_id: u64) -> Tracked<'_> {
+        self.in_flight.lock().insert(call_id);
+        Tracked { host: self, call_id }
     }
 
     /// Starts `work` (a module call under `call_id` that opted into the relay) with its
@@ -227,16 +329,117 @@ impl ModuleHost {
     }
 
     pub async fn reload(&self) -> Result<Value, AbiError> {
-        let report = self.instance.reload().await.into_result()?;
+        let entered = self.enter().await;
+        let report = entered.active.instance.reload().await.into_result()?;
         Ok(serde_json::from_str(report.as_str()).unwrap_or(Value::Null))
     }
 
     pub async fn invoke(&self, method: &str, params: &Value) -> Result<Value, AbiError> {
-        let out = self.instance.invoke(method.into(), params.to_string().into()).await.into_result()?;
+        let entered = self.enter().await;
+        let out = entered.active.instance.invoke(method.into(), params.to_string().into()).await.into_result()?;
         Ok(serde_json::from_str(out.as_str()).unwrap_or(Value::Null))
     }
 
-    pub async fn shutdown(&self) -> Result<(), AbiError> {
-        self.instance.shutdown().await.into_result()
+    /// Replaces the running module with the library at `path`, live (SPEC R3):
+    /// check it (the startup refusals) → create its instance → drain the calls in flight (up to
+    /// `drain`, then cancel the rest) while new calls wait → shut the old instance down (its apps
+    /// stop) → start the new one's apps → switch, and let the waiting calls through. A module
+    /// that is refused or fails to start leaves the old one serving. The old library stays
+    /// mapped (libraries are never unloaded); its runtime and apps are gone.
+    pub async fn swap(&self, path: &Path, config: ModuleConfig, drain: Duration) -> Result<SwapRecord, SwapError> {
+        let Ok(_one) = self.swapping.try_lock() else { return Err(SwapError::Busy) };
+        let started = std::time::Instant::now();
+        let from = self.summary();
+        let mut to = serde_json::json!({ "path": path.display().to_string() });
+        let outcome = self.swap_to(path, config, drain, &mut to).await;
+        let (outcome_text, cancelled) = match &outcome {
+            Ok(cancelled) => ("swapped".to_string(), *cancelled),
+            Err(e) => (format!("refused: {e}"), 0),
+        };
+        let record = SwapRecord {
+            at: now_ms(),
+            from,
+            to,
+            outcome: outcome_text,
+            duration_ms: started.elapsed().as_millis() as u64,
+            cancelled_calls: cancelled,
+        };
+        {
+            let mut swaps = self.swaps.lock();
+            swaps.push(record.clone());
+            let excess = swaps.len().saturating_sub(SWAP_HISTORY);
+            swaps.drain(..excess);
+        }
+        outcome.map(|_| record)
     }
+
+    /// The steps of [`ModuleHost::swap`]; `to` gains the new module's identity once known.
+    /// Returns how many calls had to be cancelled.
+    async fn swap_to(&self, path: &Path, config: ModuleConfig, drain: Duration, to: &mut Value) -> Result<usize, SwapError> {
+        let loaded = crate::module_loader::load(path)?;
+        let summary = loaded.summary();
+        *to = serde_json::to_value(&summary).unwrap_or(Value::Null);
+        tracing::info!("Module swap: {} {} → {} {} ({})", self.summary().name, self.summary().version, summary.name, summary.version, summary.path);
+        let instance = new_instance(&loaded, config, &self.events, &self.relays)
+            .map_err(|error| SwapError::Create { path: summary.path.clone(), error })?;
+        let fresh = Arc::new(Active { instance, summary });
+
+        // Drain: new calls queue behind this writer; calls in flight get `drain` to finish.
+        let mut cancelled = 0;
+        let exclusive = match tokio::time::timeout(drain, self.gate.clone().write_owned()).await {
+            Ok(exclusive) => exclusive,
+            Err(_) => {
+                let ids: Vec<u64> = self.in_flight.lock().iter().copied().collect();
+                cancelled = ids.len();
+                tracing::warn!("Module swap: {cancelled} call(s) still running after {drain:?}; cancelling them");
+                let old = self.active.read().clone();
+                for id in ids {
+                    old.instance.cancel(id);
+                }
+                self.gate.clone().write_owned().await
+            }
+        };
+        let old = self.active.read().clone();
+        if let Err(e) = old.instance.shutdown().await.into_result() {
+            tracing::warn!("Module swap: the old module's shutdown reported: {e}");
+        }
+        *self.active.write() = fresh.clone();
+        match fresh.instance.reload().await.into_result() {
+            Ok(report) => tracing::info!("Module swap: the new module started its apps: {}", report.as_str()),
+            Err(e) => tracing::warn!("Module swap: the new module's start reported: {e}"),
+        }
+        drop(exclusive);
+        tracing::info!("Module swap: now serving {} {}", fresh.summary.name, fresh.summary.version);
+        // Everything the registry knew came from the old module.
+        let _ = self.events.send(HostEvent { kind: host_abi::event_kind::TOOLS_CHANGED.to_string(), app_id: String::new(), payload: Value::Null });
+        Ok(cancelled)
+    }
+
+    pub async fn shutdown(&self) -> Result<(), AbiError> {
+        let active = self.active.read().clone();
+        active.instance.shutdown().await.into_result()
+    }
+}
+
+/// A call id in [`ModuleHost::in_flight`], removed on drop.
+struct Tracked<'a> {
+    host: &'a ModuleHost,
+    call_id: u64,
+}
+
+impl Drop for Tracked<'_> {
+    fn drop(&mut self) {
+        self.host.in_flight.lock().remove(&self.call_id);
+    }
+}
+
+/// Creates an instance of `loaded` whose logs and events reach the host's channels.
+fn new_instance(
+    loaded: &LoadedModule,
+    config: ModuleConfig,
+    events: &broadcast::Sender<HostEvent>,
+    relays: &Arc<RelayRoutes>,
+) -> Result<ModuleInstanceBox, AbiError> {
+    let sink = HostSink_TO::from_value(GatewaySink { events: events.clone(), relays: relays.clone() }, TD_Opaque);
+    (loaded.root.create())(config, sink).into_result()
 }

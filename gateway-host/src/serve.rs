@@ -55,7 +55,8 @@ pub fn module_config(settings: &Settings) -> ModuleConfig {
         config_dir: settings.config_dir.display().to_string().into(),
         data_dir: data_dir.display().to_string().into(),
         host_version: GATEWAY_VERSION.into(),
-        extra_json: "{}".into(),
+        // The host's interface version and optional methods (host_abi::ModuleConfigExtra).
+        extra_json: module_loader::config_extra_json(module_loader::HOST_CAPABILITIES).into(),
     }
 }
 
@@ -100,10 +101,10 @@ pub fn run(config: Option<&Path>, module: Option<&Path>, urls: Option<&str>) -> 
     let urls = urls.map(str::to_string).or_else(|| settings.get_str("Gateway:Urls")).unwrap_or(DEFAULT_URLS.into());
     let addrs = parse_urls(&urls)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("gateway").build()?;
-    runtime.block_on(serve(settings, loaded, addrs))
+    runtime.block_on(serve(settings, loaded, addrs, config.map(Path::to_path_buf)))
 }
 
-async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>) -> Result<(), BoxError> {
+async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>, config: Option<PathBuf>) -> Result<(), BoxError> {
     let summary = loaded.summary();
     tracing::info!(
         "Loaded module {} {} (ABI {}) from {}",
@@ -118,7 +119,7 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
     let bound: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let sandbox_bound: Vec<SocketAddr> = sandbox_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let module = create_module(&settings, loaded)?;
-    let state = Arc::new(GatewayState::new(module.clone(), settings, summary, bound.clone(), sandbox_bound.clone())?);
+    let state = Arc::new(GatewayState::new(module.clone(), settings, bound.clone(), sandbox_bound.clone())?);
     state.tools.follow_module();
     let router = http::router(state.clone());
     let own = http::sandbox::OwnOrigins::new(
@@ -134,6 +135,8 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>)
             tracing::error!("starting MCP Apps failed: {e}");
         }
     });
+
+    tokio::spawn(swap_on_sighup(state.clone(), config));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut servers = Vec::new();
@@ -190,6 +193,39 @@ fn spawn_server(
         })
         .await
     })
+}
+
+/// `SIGHUP`: re-reads `Gateway.ModulePath` from the configuration file and swaps to that
+/// module live when it names another library than the one serving (see [`ModuleHost::swap`]).
+async fn swap_on_sighup(state: Arc<GatewayState>, config: Option<PathBuf>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hangup = match signal(SignalKind::hangup()) {
+        Ok(hangup) => hangup,
+        Err(e) => return tracing::warn!("cannot listen for SIGHUP (module swaps by signal are off): {e}"),
+    };
+    while hangup.recv().await.is_some() {
+        let settings = match Settings::load(config.as_deref()) {
+            Ok(settings) => settings,
+            Err(e) => {
+                tracing::warn!("SIGHUP: cannot re-read the configuration ({e}); the current module keeps serving");
+                continue;
+            }
+        };
+        let Some(path) = settings.get_str("Gateway:ModulePath").map(|p| settings.resolve_path(&p)) else {
+            tracing::warn!("SIGHUP: Gateway.ModulePath is not set in the configuration; nothing to swap to");
+            continue;
+        };
+        let path = path.canonicalize().unwrap_or(path);
+        if Path::new(&state.module.summary().path) == path {
+            tracing::info!("SIGHUP: {} is already the module serving", path.display());
+            continue;
+        }
+        let drain = http::admin::drain_bound(&state);
+        match state.module.swap(&path, module_config(&state.settings), drain).await {
+            Ok(record) => tracing::info!("SIGHUP: module swapped in {} ms", record.duration_ms),
+            Err(e) => tracing::warn!("SIGHUP: {e}; the current module keeps serving"),
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -305,6 +305,25 @@ fn unauthorized(message: &str, invalid: bool) -> Response {
     response
 }
 
+impl AuthPolicy {
+    /// Why an admin request may not proceed, if it may not: admin routes need the token as
+    /// `Authorization: Bearer` whatever the gateway's mode (see `admin.rs`).
+    pub fn admin_refusal(&self, headers: &HeaderMap) -> Option<Response> {
+        if self.token.is_none() {
+            return Some(json_error(
+                StatusCode::FORBIDDEN,
+                "admin_disabled",
+                "admin routes need the gateway token: set Gateway.AuthToken or the variable Gateway.AuthTokenEnv names",
+            ));
+        }
+        match bearer(headers) {
+            Some(token) if self.token_matches(token) => None,
+            Some(_) => Some(unauthorized("the token is not valid", true)),
+            None => Some(unauthorized("admin routes need the gateway token as Authorization: Bearer <token>", false)),
+        }
+    }
+}
+
 /// Requests served without credentials even when the gateway requires them:
 /// - `POST /auth/session`: presenting the token is how one gets a session.
 /// - `GET` of the host page and its static files (`/`, `/apps`, `/apps/`, `/apps/assets/{name}`,

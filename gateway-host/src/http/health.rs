@@ -15,7 +15,7 @@ use super::GatewayState;
 /// `GET /healthz`: the gateway is up and which module it runs. Never calls into the module's
 /// runtime, so it answers even when the module is busy or misbehaving.
 pub async fn healthz(State(state): State<Arc<GatewayState>>) -> Json<Value> {
-    Json(json!({ "ok": true, "module": state.module_summary }))
+    Json(json!({ "ok": true, "module": state.module.summary(), "swaps": state.module.swap_history() }))
 }
 
 /// `GET /apps/health` (R31): the anchor-compatible summary (`ok`, `name`, `mcp`, `sandbox`) and

@@ -20,12 +20,12 @@ use rmcp::transport::streamable_http_server::StreamableHttpService;
 use axum::Router;
 
 use crate::module_host::ModuleHost;
-use crate::module_loader::ModuleSummary;
 use crate::settings::Settings;
 use crate::tools::preference::Preference;
 use crate::tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
+pub mod admin;
 mod apps_mcp;
 mod chat;
 pub mod auth;
@@ -44,7 +44,6 @@ mod tools;
 pub struct GatewayState {
     pub module: Arc<ModuleHost>,
     pub settings: Settings,
-    pub module_summary: ModuleSummary,
     pub bound: Vec<SocketAddr>,
     /// The sandbox listeners' bound addresses and the origin browsers use for them (R38).
     pub sandbox: sandbox::SandboxSite,
@@ -67,7 +66,6 @@ impl GatewayState {
     pub fn new(
         module: Arc<ModuleHost>,
         settings: Settings,
-        module_summary: ModuleSummary,
         bound: Vec<SocketAddr>,
         sandbox_bound: Vec<SocketAddr>,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -94,7 +92,6 @@ impl GatewayState {
         Ok(GatewayState {
             module,
             settings,
-            module_summary,
             bound,
             sandbox,
             auth,
@@ -121,6 +118,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/events", get(host_page::events))
         .route("/apps/health", get(health::apps_health))
         .route("/tools", get(tools::list))
+        .route("/admin/module", post(admin::swap_module))
         .route("/apps/chat", post(chat::post).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BYTES)))
         .route("/apps/chat/{session_id}/input", post(chat::input).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BYTES)))
         .route("/apps/sessions", get(chat::list))

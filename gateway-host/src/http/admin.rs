@@ -1,0 +1,102 @@
+//! Operator routes under `/admin`. They change what runs, so they always need the gateway token
+//! as `Authorization: Bearer` — even on an open loopback gateway, and never from a cookie (a
+//! page's requests carry cookies by themselves).
+//!
+//! `POST /admin/module` `{"path": …}`: swap the running module live ([`ModuleHost::swap`]). The
+//! library must lie in `Gateway.ModuleDirectory`, so the route can load only what an operator
+//! put there.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::auth::json_error;
+use super::GatewayState;
+use crate::module_host::SwapError;
+use crate::module_loader::LoadError;
+
+/// How long a swap lets calls in flight finish before cancelling them, when
+/// `Gateway.ModuleSwapDrainSeconds` is not set.
+const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
+
+/// The drain bound of a swap (`Gateway.ModuleSwapDrainSeconds`).
+pub fn drain_bound(state: &GatewayState) -> Duration {
+    state
+        .settings
+        .get_str("Gateway:ModuleSwapDrainSeconds")
+        .and_then(|s| s.parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+        .unwrap_or(DEFAULT_DRAIN)
+}
+
+/// `POST /admin/module`.
+pub async fn swap_module(State(state): State<Arc<GatewayState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(&headers) {
+        return refusal;
+    }
+    let Some(path) = serde_json::from_slice::<Value>(&body).ok().and_then(|b| b["path"].as_str().map(PathBuf::from)) else {
+        return json_error(StatusCode::BAD_REQUEST, "bad_body", "send a JSON object {\"path\": \"…/libmcpapp_plugin….so\"}");
+    };
+    let path = match allowed_module_path(&state, &path) {
+        Ok(path) => path,
+        Err(response) => return response,
+    };
+    if Path::new(&state.module.summary().path) == path {
+        return json_error(
+            StatusCode::CONFLICT,
+            "already_serving",
+            format!("{} is the module serving now (a library is loaded once per path: give each build its own file name)", path.display()),
+        );
+    }
+    let config = crate::serve::module_config(&state.settings);
+    match state.module.swap(&path, config, drain_bound(&state)).await {
+        Ok(record) => Json(json!({ "ok": true, "module": state.module.summary(), "swap": record })).into_response(),
+        Err(e) => swap_refusal(&e),
+    }
+}
+
+/// The answer for a swap that did not happen (the old module keeps serving).
+pub fn swap_refusal(error: &SwapError) -> Response {
+    let (status, code) = match error {
+        SwapError::Busy => (StatusCode::CONFLICT, "swap_in_progress"),
+        SwapError::Refused(LoadError::Missing(_)) => (StatusCode::NOT_FOUND, "module_not_found"),
+        SwapError::Refused(_) => (StatusCode::UNPROCESSABLE_ENTITY, "module_refused"),
+        SwapError::Create { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "module_failed_to_start"),
+    };
+    json_error(status, code, format!("{error}; the current module keeps serving"))
+}
+
+/// `path`, canonical, if it lies in `Gateway.ModuleDirectory`.
+fn allowed_module_path(state: &GatewayState, path: &Path) -> Result<PathBuf, Response> {
+    let Some(directory) = state.settings.get_str("Gateway:ModuleDirectory") else {
+        return Err(json_error(
+            StatusCode::FORBIDDEN,
+            "no_module_directory",
+            "module swaps over HTTP are off: set Gateway.ModuleDirectory to the folder new module builds are put in",
+        ));
+    };
+    let directory = state.settings.resolve_path(&directory);
+    let directory = directory.canonicalize().map_err(|e| {
+        json_error(StatusCode::FORBIDDEN, "no_module_directory", format!("Gateway.ModuleDirectory {}: {e}", directory.display()))
+    })?;
+    let candidate = if path.is_absolute() { path.to_path_buf() } else { directory.join(path) };
+    let Ok(candidate) = candidate.canonicalize() else {
+        return Err(json_error(StatusCode::NOT_FOUND, "module_not_found", format!("module not found: {}", candidate.display())));
+    };
+    if !candidate.starts_with(&directory) {
+        return Err(json_error(
+            StatusCode::FORBIDDEN,
+            "outside_module_directory",
+            format!("{} is not in Gateway.ModuleDirectory ({})", candidate.display(), directory.display()),
+        ));
+    }
+    Ok(candidate)
+}
