@@ -4,7 +4,7 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::Value;
+use host_abi::payloads::{ValidateParams, ValidationResult, VALIDATE};
 
 use crate::module_host::ModuleHost;
 use crate::serve::{self, BoxError};
@@ -30,28 +30,24 @@ where
 /// `gateway-host validate PATH…`: prints every problem with its field; `Ok(false)` when any
 /// manifest is invalid.
 pub fn validate(config: Option<&Path>, module: Option<&Path>, paths: &[String], json: bool) -> Result<bool, BoxError> {
-    let results = with_module(config, module, |m| async move {
-        Ok(m.invoke("manifest.validate", &serde_json::json!({ "paths": paths })).await?)
-    })?;
-    let results = results.as_array().cloned().unwrap_or_default();
-    let all_valid = results.iter().all(|r| r["valid"] == Value::Bool(true));
+    let params = ValidateParams { paths: paths.to_vec() };
+    let results: Vec<ValidationResult> = with_module(config, module, |m| async move { Ok(m.invoke_typed(VALIDATE, &params).await?) })?;
+    let all_valid = results.iter().all(|r| r.valid);
     if json {
         println!("{}", serde_json::to_string_pretty(&results)?);
         return Ok(all_valid);
     }
     for r in &results {
-        let path = r["path"].as_str().unwrap_or("?");
-        let id = r["id"].as_str().map(|i| format!(" ({i})")).unwrap_or_default();
-        let valid = r["valid"] == Value::Bool(true);
-        println!("{} {path}{id}", if valid { "VALID  " } else { "INVALID" });
-        for e in r["errors"].as_array().into_iter().flatten() {
-            println!("  error: {}", e.as_str().unwrap_or_default());
+        let id = r.id.as_deref().map(|i| format!(" ({i})")).unwrap_or_default();
+        println!("{} {}{id}", if r.valid { "VALID  " } else { "INVALID" }, r.path);
+        for e in &r.errors {
+            println!("  error: {e}");
         }
-        for w in r["warnings"].as_array().into_iter().flatten() {
-            println!("  warning: {}", w.as_str().unwrap_or_default());
+        for w in &r.warnings {
+            println!("  warning: {w}");
         }
     }
-    let invalid = results.iter().filter(|r| r["valid"] != Value::Bool(true)).count();
+    let invalid = results.iter().filter(|r| !r.valid).count();
     println!("{} manifest(s) checked, {invalid} invalid", results.len());
     Ok(all_valid)
 }
@@ -63,49 +59,34 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    if report["enabled"] != Value::Bool(true) {
+    if !report.enabled {
         println!("MCP Apps are disabled (McpApps.Enabled is false)");
         return Ok(());
     }
-    let rows: Vec<[String; 7]> = report["apps"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let rows: Vec<[String; 7]> = report
+        .apps
+        .iter()
         .map(|a| {
-            let m = &a["manifest"];
-            let target = match m["transport"].as_str() {
-                Some("http") => m["url"].as_str().unwrap_or("").to_string(),
-                _ => {
-                    let mut cmd = m["command"].as_str().unwrap_or("").to_string();
-                    for arg in m["arguments"].as_array().into_iter().flatten() {
-                        cmd.push(' ');
-                        cmd.push_str(arg.as_str().unwrap_or(""));
-                    }
-                    cmd
-                }
+            let m = a.manifest.clone().unwrap_or_default();
+            let target = match m.transport.as_str() {
+                "http" => m.url.clone().unwrap_or_default(),
+                _ => std::iter::once(m.command.clone().unwrap_or_default()).chain(m.arguments.iter().cloned()).collect::<Vec<_>>().join(" "),
             };
-            let mut notes: Vec<String> = Vec::new();
-            notes.extend(a["validationErrors"].as_array().into_iter().flatten().map(|e| {
-                format!("{}: {}", e["field"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or(""))
-            }));
-            if let Some(r) = a["disabledReason"].as_str() {
-                notes.push(r.to_string());
-            } else if let Some(e) = a["lastError"].as_str() {
+            let mut notes: Vec<String> = a.validation_errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+            if let Some(r) = &a.disabled_reason {
+                notes.push(r.clone());
+            } else if let Some(e) = &a.last_error {
                 if notes.is_empty() {
-                    notes.push(e.to_string());
+                    notes.push(e.clone());
                 }
             }
             [
-                a["key"].as_str().unwrap_or("").to_string(),
-                a["state"].as_str().unwrap_or("").to_string(),
-                m["version"].as_str().unwrap_or("").to_string(),
-                m["transport"].as_str().unwrap_or("").to_string(),
-                m["toolNamePrefix"].as_str().unwrap_or("").to_string(),
-                format!(
-                    "{}s/{}s",
-                    m["startupTimeoutSeconds"].as_u64().unwrap_or(0),
-                    m["requestTimeoutSeconds"].as_u64().unwrap_or(0)
-                ),
+                a.key.clone(),
+                a.state.clone(),
+                m.version.clone(),
+                m.transport.clone(),
+                m.tool_name_prefix.clone(),
+                format!("{}s/{}s", m.startup_timeout_seconds, m.request_timeout_seconds),
                 if notes.is_empty() { target } else { format!("{target}  [{}]", notes.join("; ")) },
             ]
         })
@@ -132,11 +113,11 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
     for row in &rows {
         print(&row.iter().map(String::as_str).collect::<Vec<_>>());
     }
-    for s in report["skipped"].as_array().into_iter().flatten() {
-        println!("skipped {}: {}", s["path"].as_str().unwrap_or(""), s["reason"].as_str().unwrap_or(""));
+    for s in &report.skipped {
+        println!("skipped {}: {}", s.path, s.reason);
     }
-    for e in report["configErrors"].as_array().into_iter().flatten() {
-        println!("config error: {}: {}", e["field"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or(""));
+    for e in &report.config_errors {
+        println!("config error: {}: {}", e.field, e.message);
     }
     println!("{} app(s) discovered", rows.len());
     Ok(())

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RStr;
+use host_abi::payloads::{AppDetail, DiscoveryReport, ProviderKind, ReloadReport, Respond, Responded};
 use host_abi::{
     AbiError, AppDescriptor, ForwardRequest, HostSink, HostSink_TO, LogLevel, LogRecord, ModuleConfig, ModuleEvent,
     ModuleInstanceBox, ToolDescriptor,
@@ -97,7 +98,7 @@ pub fn app_json(a: &AppDescriptor) -> Value {
 /// Whether a registry entry is an MCP App (as opposed to a standard `Plugins.Mcp` server, which
 /// the module supervises the same way but which has no place under `/apps/*`).
 pub fn is_mcp_app(app: &AppDescriptor) -> bool {
-    serde_json::from_str::<Value>(app.detail_json.as_str()).map(|d| d["kind"] != "mcpServer").unwrap_or(true)
+    AppDetail::from_json(app.detail_json.as_str()).kind == ProviderKind::App
 }
 
 /// Cancels a module call when the host stops waiting for it (a dropped request, a closed client).
@@ -240,10 +241,10 @@ impl ModuleHost {
     }
 
     /// What discovery would find (`discover`), without starting anything.
-    pub async fn discover(&self) -> Result<Value, AbiError> {
+    pub async fn discover(&self) -> Result<DiscoveryReport, AbiError> {
         let entered = self.enter().await;
         let report = entered.active.instance.discover().await.into_result()?;
-        Ok(serde_json::from_str(report.as_str()).unwrap_or(Value::Null))
+        Ok(serde_json::from_str(report.as_str()).unwrap_or_default())
     }
 
     pub async fn list_apps(&self) -> Result<Vec<AppDescriptor>, AbiError> {
@@ -316,22 +317,31 @@ impl ModuleHost {
     /// Gives the module a client's answer to a relayed call's question: its result, or its
     /// JSON-RPC error object.
     pub async fn respond(&self, call_id: u64, key: &str, answer: Result<Value, Value>) {
-        let mut params = serde_json::json!({ "callId": call_id, "key": key });
-        match answer {
-            Ok(result) => params["result"] = result,
-            Err(error) => params["error"] = error,
-        }
-        match self.invoke(host_abi::relay::RESPOND, &params).await {
-            Ok(v) if v["delivered"] == true => {}
+        let (result, error) = match answer {
+            Ok(result) => (Some(result), None),
+            Err(error) => (None, Some(error)),
+        };
+        let params = Respond { call_id, key: key.to_string(), result, error };
+        match self.invoke_typed::<_, Responded>(host_abi::relay::RESPOND, &params).await {
+            Ok(Responded { delivered: true }) => {}
             Ok(_) => tracing::debug!(call_id, key, "an answer arrived for a question nobody waits for any more"),
             Err(e) => tracing::warn!(call_id, key, "cannot hand a client's answer to the module: {e}"),
         }
     }
 
-    pub async fn reload(&self) -> Result<Value, AbiError> {
+    pub async fn reload(&self) -> Result<ReloadReport, AbiError> {
         let entered = self.enter().await;
         let report = entered.active.instance.reload().await.into_result()?;
-        Ok(serde_json::from_str(report.as_str()).unwrap_or(Value::Null))
+        Ok(serde_json::from_str(report.as_str()).unwrap_or_default())
+    }
+
+    /// [`ModuleHost::invoke`] with typed params and result (`host_abi::payloads`); a result that
+    /// does not decode is an `internal` error naming the method.
+    pub async fn invoke_typed<P: serde::Serialize, R: serde::de::DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, AbiError> {
+        let params = serde_json::to_value(params).map_err(|e| AbiError::new(host_abi::error_code::INTERNAL, e.to_string()))?;
+        let value = self.invoke(method, &params).await?;
+        serde_json::from_value(value)
+            .map_err(|e| AbiError::new(host_abi::error_code::INTERNAL, format!("the module's answer to {method} is not what the interface says: {e}")))
     }
 
     pub async fn invoke(&self, method: &str, params: &Value) -> Result<Value, AbiError> {
@@ -442,4 +452,45 @@ fn new_instance(
 ) -> Result<ModuleInstanceBox, AbiError> {
     let sink = HostSink_TO::from_value(GatewaySink { events: events.clone(), relays: relays.clone() }, TD_Opaque);
     (loaded.root.create())(config, sink).into_result()
+}
+
+#[cfg(test)]
+mod tests {
+    /// The module's JSON payloads are read through `host_abi::payloads` types only: no key
+    /// lookups of them anywhere in the host (issue 13, Must show 4). Keys of MCP messages and
+    /// schemas (the apps' own data) are not module payloads and stay out of this check.
+    #[test]
+    fn the_host_reads_module_payloads_only_through_their_types() {
+        const PAYLOAD_KEYS: &[&str] = &[
+            "[\"kind\"]", "[\"server\"]", "[\"manifest\"]", "[\"callId\"]", "[\"key\"]", "[\"request\"]",
+            "[\"delivered\"]", "[\"valid\"]", "[\"enabled\"]", "[\"apps\"]", "[\"skipped\"]", "[\"configErrors\"]",
+            "[\"validationErrors\"]", "[\"disabledReason\"]", "[\"lastError\"]", "[\"started\"]", "[\"capabilities\"]",
+        ];
+        let mut offenders = Vec::new();
+        let mut stack = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                // Unit tests build payloads on purpose; the product code is what counts.
+                let product = text.split("#[cfg(test)]").next().unwrap_or("");
+                for (n, line) in product.lines().enumerate() {
+                    let code = line.split("//").next().unwrap_or("");
+                    let reads_detail = code.contains("detail_json") && !code.contains("AppDetail::from_json(");
+                    let looks_up = PAYLOAD_KEYS.iter().any(|k| code.contains(k));
+                    if reads_detail || looks_up {
+                        offenders.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                    }
+                }
+            }
+        }
+        assert!(offenders.is_empty(), "module JSON read by key instead of through host_abi::payloads:\n{}", offenders.join("\n"));
+    }
 }

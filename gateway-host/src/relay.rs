@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+use host_abi::payloads::{CallNotification, CallRequest};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -50,16 +51,18 @@ impl RelayRoutes {
     /// Takes a module event if it belongs to a relayed call. Never blocks (called on module
     /// threads).
     pub fn dispatch(&self, kind: &str, payload: &Value) -> bool {
-        let event = match kind {
-            host_abi::event_kind::CALL_NOTIFICATION => RelayEvent::Notification(payload["message"].clone()),
-            host_abi::event_kind::CALL_REQUEST => RelayEvent::Request {
-                key: payload["key"].as_str().unwrap_or_default().to_string(),
-                method: payload["request"]["method"].as_str().unwrap_or_default().to_string(),
-                params: payload["request"].get("params").cloned().unwrap_or_else(|| json!({})),
-            },
+        let (call_id, event) = match kind {
+            host_abi::event_kind::CALL_NOTIFICATION => {
+                let CallNotification { call_id, message } = decode(payload);
+                (call_id, RelayEvent::Notification(message))
+            }
+            host_abi::event_kind::CALL_REQUEST => {
+                let CallRequest { call_id, key, request } = decode(payload);
+                let params = if request.params.is_object() { request.params } else { json!({}) };
+                (call_id, RelayEvent::Request { key, method: request.method, params })
+            }
             _ => return false,
         };
-        let call_id = payload["callId"].as_u64().unwrap_or(0);
         if let Some(sender) = self.senders.lock().get(&call_id) {
             let _ = sender.send(event);
         } else {
@@ -166,4 +169,10 @@ pub fn random_hex(n: usize) -> String {
 /// A JSON-RPC error object as the module's `call.respond` takes it.
 pub fn error_object(code: i64, message: impl Into<String>) -> Value {
     json!({ "code": code, "message": message.into() })
+}
+
+/// A typed event payload (`host_abi::payloads`); one that does not decode is the default, whose
+/// call id 0 no call has.
+fn decode<T: serde::de::DeserializeOwned + Default>(payload: &Value) -> T {
+    serde_json::from_value(payload.clone()).unwrap_or_default()
 }

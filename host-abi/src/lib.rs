@@ -136,7 +136,7 @@ impl ModuleConfigExtra {
 }
 
 /// Field decoders that never fail: a value of the wrong shape becomes the default.
-mod lenient {
+pub(crate) mod lenient {
     use serde::{Deserialize, Deserializer};
 
     pub fn value<'de, D: Deserializer<'de>, T: serde::de::DeserializeOwned + Default>(d: D) -> Result<T, D::Error> {
@@ -152,7 +152,15 @@ mod lenient {
         };
         Ok(items.into_iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
     }
+
+    /// A JSON object, else `{}`.
+    pub fn object<'de, D: Deserializer<'de>>(d: D) -> Result<serde_json::Value, D::Error> {
+        let raw = serde_json::Value::deserialize(d)?;
+        Ok(if raw.is_object() { raw } else { serde_json::Value::Object(Default::default()) })
+    }
 }
+
+pub mod payloads;
 
 /// The result of every fallible call across the boundary.
 pub type AbiResult<T> = RResult<T, AbiError>;

@@ -8,21 +8,27 @@
 //!   instead of waiting for their timeout (SPEC R17).
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt as _;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{self, Catalog};
+use crate::containment::panic_message;
 use crate::events::EventSink;
+use crate::faults::{Faults, Site};
 use crate::install_state::{AppState, InstallState};
 use crate::manifest::{Manifest, Transport};
 use crate::process::AppProcess;
 use crate::relay::{CallRelay, Relays};
+use crate::runtime::Tasks;
 use crate::subscriptions::{Listener, SubscribeError, SubscribedUris};
 use crate::upstream::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
 
@@ -40,6 +46,10 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// Settings shared by every app of one module instance.
 pub struct AppContext {
+    /// Starts the apps' tasks (supervisors, restarts, listeners, output readers) on the module's
+    /// runtime.
+    pub tasks: Tasks,
+    pub faults: Faults,
     pub events: EventSink,
     /// Calls in flight whose clients take part in server-to-client flows (R42).
     pub relays: Arc<Relays>,
@@ -220,9 +230,9 @@ impl AppServer {
                 self.ctx.events.tools_changed(&self.key);
                 let (done_tx, done_rx) = oneshot::channel();
                 *live.stopped.lock() = Some(done_rx);
-                let me = self.clone();
                 let health = HealthCheck::for_manifest(&manifest);
-                tokio::spawn(async move { me.supervise(generation, live, process, signals, health, done_tx).await });
+                let supervisor = self.clone().supervise(generation, live.clone(), process, signals, health, done_tx);
+                self.ctx.tasks.spawn("supervising an app", self.clone().contain_supervisor(generation, live, supervisor));
                 Ok(())
             }
             Ok(Err(e)) => {
@@ -259,14 +269,14 @@ impl AppServer {
         let spawn_err = |e: crate::process::SpawnError| UpstreamError::Connect(e.to_string());
         let (service, process) = match manifest.transport {
             Transport::Stdio => {
-                let mut process = AppProcess::spawn(manifest, &self.key, true).await.map_err(spawn_err)?;
+                let mut process = AppProcess::spawn(manifest, &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
                 let service = upstream::connect_stdio(&mut process, handler(), lifecycle).await?;
                 (service, Some(process))
             }
             Transport::Http => {
                 let url = manifest.url.clone().unwrap_or_default();
                 let mut process = match manifest.launches_process() {
-                    true => Some(AppProcess::spawn(manifest, &self.key, false).await.map_err(spawn_err)?),
+                    true => Some(AppProcess::spawn(manifest, &self.key, false, &self.ctx.tasks).await.map_err(spawn_err)?),
                     false => None,
                 };
                 // A launched app needs a moment to bind its port. Wait for the port with plain TCP
@@ -296,7 +306,10 @@ impl AppServer {
         let closing = CancellationToken::new();
         // Listening starts before enumeration, so a change right after it is heard.
         let listener = match session.is_subscription_era() {
-            true => Some(Listener::start(&self.key, &session, self.subscribed.clone(), &closing, session.request_timeout).await),
+            true => Some(
+                Listener::start(&self.key, &session, self.subscribed.clone(), &closing, session.request_timeout, &self.ctx.tasks)
+                    .await,
+            ),
             false => None,
         };
         let catalog = catalog::enumerate(&session, &self.key, self.ctx.relaxed_schema).await?;
@@ -312,6 +325,19 @@ impl AppServer {
         Ok((live, process, signals))
     }
 
+    /// Runs `supervisor` (this app's, for `generation`) so that its panic cannot leave the app
+    /// Running with nobody watching it: the session is closed (the supervisor owned the process,
+    /// which its unwinding killed), and the app is lost like any other loss, so it shows Failed
+    /// with an error naming the panic and restarts with the usual backoff.
+    async fn contain_supervisor(self: Arc<Self>, generation: u64, live: Arc<Live>, supervisor: impl Future<Output = ()>) {
+        if let Err(payload) = AssertUnwindSafe(supervisor).catch_unwind().await {
+            let reason = format!("its supervisor panicked: {}", panic_message(&*payload));
+            tracing::error!(app = %self.key, "McpApp '{}': {reason}", self.key);
+            live.close_with(&reason);
+            self.on_lost(generation, reason);
+        }
+    }
+
     /// Watches a live session until it is stopped or lost; refreshes lists on change
     /// notifications.
     async fn supervise(
@@ -323,6 +349,7 @@ impl AppServer {
         health: Option<HealthCheck>,
         done: oneshot::Sender<()>,
     ) {
+        self.ctx.faults.check(Site::Supervisor, &self.key);
         let ping_http = health.is_some();
         let health = health.unwrap_or(HealthCheck { interval: Duration::from_secs(3600), timeout: Duration::ZERO });
         let mut ping = tokio::time::interval(health.interval);
@@ -431,7 +458,7 @@ impl AppServer {
         };
         tracing::info!(app = %self.key, "McpApp '{}' restarts in {}s", self.key, delay.as_secs_f32());
         let me = self.clone();
-        tokio::spawn(async move {
+        self.ctx.tasks.spawn("restarting an app", async move {
             tokio::time::sleep(delay).await;
             let current = me.generation.load(Ordering::SeqCst) == generation;
             if current && me.state() == AppState::Failed && !me.supervision.lock().held {
@@ -473,6 +500,12 @@ impl AppServer {
         cancel: &CancellationToken,
         relay: Option<&CallRelay>,
     ) -> Result<Value, CallError> {
+        // Cancelled before it started (the host cancelled, or dropped the call, while its task
+        // was still on its way): the app is never asked.
+        if cancel.is_cancelled() {
+            tracing::debug!(app = %self.key, "'{method}' for McpApp '{}' was cancelled before it was sent", self.key);
+            return Err(CallError::Cancelled { app: self.key.clone() });
+        }
         let live = self.live().ok_or_else(|| CallError::NotRunning { app: self.key.clone(), state: self.state() })?;
         if let ("resources/subscribe" | "resources/unsubscribe", Some(listener)) = (method, live.listener.as_ref()) {
             return self.listen_for_resource(&live, listener, method, params.as_ref()).await;

@@ -3,7 +3,7 @@
 //! Each method here is thin on purpose: contain panics at the export, check injected faults, and
 //! hand the work to the module runtime. The logic lives in the registry and below.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -18,18 +18,24 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::app_server::{AppContext, AppServer};
+use crate::calls::{CancelOutcome, Calls, NO_CALL_ID};
 use crate::config::{McpAppsConfig, McpCompatibility};
 use crate::containment::contain;
 use crate::events::EventSink;
 use crate::faults::{Faults, Site};
 use crate::registry::Registry;
 use crate::relay::Relays;
-use crate::runtime::{ready_err, ModuleRuntime};
+use crate::runtime::{ready_err, ModuleRuntime, ShutdownError, Tasks};
 use crate::watcher::ManifestWatcher;
 
-/// Shared by every call: the runtime, the registry and the calls in flight.
+/// How long a shutdown waits for the apps to stop before their processes are killed with the
+/// runtime.
+const APPS_STOP_BOUND: Duration = Duration::from_secs(15);
+
+/// Shared by every call: the registry and the calls in flight. Tasks hold it, so it holds only a
+/// [`Tasks`], never the runtime (the [`Instance`] owns that).
 pub struct Core {
-    pub runtime: ModuleRuntime,
+    pub tasks: Tasks,
     pub events: EventSink,
     /// Calls whose clients answer the apps' server-to-client requests (SPEC R42).
     pub relays: Arc<Relays>,
@@ -37,22 +43,13 @@ pub struct Core {
     pub faults: Faults,
     pub host_version: String,
     /// Cancellation handles of calls in flight, by the host's call id.
-    inflight: Mutex<HashMap<u64, CancellationToken>>,
+    calls: Arc<Calls>,
     /// Tool-name clashes already logged.
     clashes_reported: Mutex<HashSet<String>>,
     watcher: Mutex<Option<ManifestWatcher>>,
 }
 
 impl Core {
-    /// Registers a cancellable call; the guard unregisters it.
-    fn track(self: &Arc<Self>, call_id: u64) -> (CancellationToken, InflightGuard) {
-        let token = CancellationToken::new();
-        if call_id != 0 {
-            self.inflight.lock().insert(call_id, token.clone());
-        }
-        (token, InflightGuard { core: self.clone(), call_id })
-    }
-
     fn app(&self, app_id: &str) -> Result<Arc<AppServer>, AbiError> {
         self.registry
             .app(app_id)
@@ -62,21 +59,28 @@ impl Core {
     fn descriptor(&self, app: &AppServer) -> AppDescriptor {
         app_descriptor(app)
     }
-}
 
-struct InflightGuard {
-    core: Arc<Core>,
-    call_id: u64,
-}
-
-impl Drop for InflightGuard {
-    fn drop(&mut self) {
-        self.core.inflight.lock().remove(&self.call_id);
+    /// The module's last work before its runtime ends (on the shutdown thread): no more reloads,
+    /// every app stopped (bounded), no more logs to the host.
+    fn stop_everything(&self, runtime: &tokio::runtime::Runtime) {
+        tracing::info!("MCP App module shutting down");
+        self.watcher.lock().take();
+        let stopped = runtime.block_on(async { tokio::time::timeout(APPS_STOP_BOUND, self.registry.stop_all()).await });
+        if stopped.is_err() {
+            tracing::warn!(
+                "apps did not stop within {}s; their processes are killed with the runtime",
+                APPS_STOP_BOUND.as_secs()
+            );
+        }
+        crate::logging::uninstall();
     }
 }
 
+/// The module instance the host holds. It alone owns the module's runtime: `shutdown`, or
+/// dropping it without one, ends the runtime (see [`Drop`] below).
 pub struct Instance {
     core: Arc<Core>,
+    runtime: ModuleRuntime,
 }
 
 impl Instance {
@@ -88,7 +92,10 @@ impl Instance {
         let runtime = ModuleRuntime::new(2)
             .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot start the module's runtime: {e}")))?;
         let relays = Arc::new(Relays::default());
+        let faults = Faults::from_config(&config_value);
         let ctx = Arc::new(AppContext {
+            tasks: runtime.tasks().clone(),
+            faults: faults.clone(),
             events: EventSink::new(host),
             relays: relays.clone(),
             relaxed_schema: compatibility.allow_relaxed_input_schema_validation,
@@ -98,19 +105,19 @@ impl Instance {
         let watch_paths = apps_config.discovery_paths.clone();
         let watch = apps_config.enabled;
         let core = Arc::new(Core {
-            runtime,
+            tasks: runtime.tasks().clone(),
             events: ctx.events.clone(),
             relays,
             registry: Registry::new(ctx, apps_config, config_value.clone(), config_dir.clone()),
-            faults: Faults::from_config(&config_value),
+            faults,
             host_version: config.host_version.into_string(),
-            inflight: Mutex::new(HashMap::new()),
+            calls: Arc::default(),
             clashes_reported: Mutex::new(HashSet::new()),
             watcher: Mutex::new(None),
         });
         if watch {
             let weak: Weak<Core> = Arc::downgrade(&core);
-            let watcher = crate::watcher::watch(&watch_paths, &core.runtime, move || {
+            let watcher = crate::watcher::watch(&watch_paths, &core.tasks, move || {
                 let weak = weak.clone();
                 async move {
                     if let Some(core) = weak.upgrade() {
@@ -127,7 +134,7 @@ impl Instance {
             crate::MODULE_NAME,
             crate::MODULE_VERSION
         );
-        Ok(Instance { core })
+        Ok(Instance { core, runtime })
     }
 
     pub fn into_abi(self) -> ModuleInstanceBox {
@@ -135,25 +142,57 @@ impl Instance {
     }
 
     /// Runs one exported operation: containment, the injected-fault checks, then the work on the
-    /// module runtime.
-    fn call<T, F, Fut>(&self, operation: &'static str, work: F) -> AbiFuture<T>
+    /// module runtime. `work` gets the call's cancellation token, which fires when the host
+    /// cancels `call_id` (even before the task registered it) or drops the returned future;
+    /// operations that wait on an app watch it.
+    fn call<T, F, Fut>(&self, operation: &'static str, call_id: u64, work: F) -> AbiFuture<T>
     where
         T: Send + 'static,
-        F: FnOnce(Arc<Core>) -> Fut,
+        F: FnOnce(Arc<Core>, CancellationToken) -> Fut,
         Fut: std::future::Future<Output = Result<T, AbiError>> + Send + 'static,
     {
         contain(
             operation,
             || {
                 self.core.faults.check(Site::Export, operation);
+                let cancel = CancellationToken::new();
                 let core = self.core.clone();
-                let fut = work(core.clone());
-                self.core.runtime.spawn_call(operation, async move {
+                let fut = work(core.clone(), cancel.clone());
+                let token = cancel.clone();
+                self.core.tasks.spawn_call(operation, cancel, async move {
                     core.faults.check(Site::Task, operation);
+                    if let Some(delay) = core.faults.delay(operation) {
+                        tracing::info!("injected delay: {operation} call {call_id} registers in {} ms", delay.as_millis());
+                        tokio::time::sleep(delay).await;
+                    }
+                    let _registered = core.calls.register(call_id, &token);
                     fut.await
                 })
             },
             ready_err,
+        )
+    }
+
+    /// Stops the apps and ends the runtime on a thread of its own; the receiver fires when done.
+    fn begin_shutdown(&self) -> Result<futures::channel::oneshot::Receiver<()>, ShutdownError> {
+        let core = self.core.clone();
+        self.runtime.shut_down_on_own_thread(move |runtime| core.stop_everything(runtime))
+    }
+}
+
+/// Dropping the instance without `shutdown` still stops its apps and ends its runtime, so a host
+/// that forgets (or unwinds past) the call leaks no threads or children. The drop may run on a
+/// host async worker: it only starts the shutdown thread and never waits for it.
+impl Drop for Instance {
+    fn drop(&mut self) {
+        contain(
+            "dropping the module instance",
+            || match self.begin_shutdown() {
+                Ok(_) => tracing::info!("the module instance was dropped without shutdown; shutting it down"),
+                Err(ShutdownError::AlreadyShutDown) => {}
+                Err(e) => tracing::error!("{e}"),
+            },
+            |_| {},
         )
     }
 }
@@ -197,7 +236,7 @@ impl ModuleInstance for Instance {
     }
 
     fn discover(&self) -> AbiFuture<RString> {
-        self.call("discover", |core| async move {
+        self.call("discover", NO_CALL_ID, |core, _| async move {
             let report = tokio::task::block_in_place(|| core.registry.discover());
             serde_json::to_string(&report)
                 .map(RString::from)
@@ -206,13 +245,15 @@ impl ModuleInstance for Instance {
     }
 
     fn list_apps(&self) -> AbiFuture<RVec<AppDescriptor>> {
-        self.call("list_apps", |core| async move {
+        self.call("list_apps", NO_CALL_ID, |core, _| async move {
             Ok(core.registry.apps().iter().map(|a| core.descriptor(a)).collect())
         })
     }
 
+    // Starting, stopping and reloading finish even when the host stops waiting: abandoning one
+    // half-way would leave an app between states. They ignore the call's token.
     fn start_app(&self, app_id: RString) -> AbiFuture<AppDescriptor> {
-        self.call("start_app", move |core| async move {
+        self.call("start_app", NO_CALL_ID, move |core, _| async move {
             let app = core.app(app_id.as_str())?;
             app.start(true).await.map_err(|e| AbiError::new(error_code::UPSTREAM, e))?;
             Ok(core.descriptor(&app))
@@ -220,7 +261,7 @@ impl ModuleInstance for Instance {
     }
 
     fn stop_app(&self, app_id: RString) -> AbiFuture<AppDescriptor> {
-        self.call("stop_app", move |core| async move {
+        self.call("stop_app", NO_CALL_ID, move |core, _| async move {
             let app = core.app(app_id.as_str())?;
             app.stop("stopped on request").await;
             Ok(core.descriptor(&app))
@@ -228,19 +269,19 @@ impl ModuleInstance for Instance {
     }
 
     fn reload(&self) -> AbiFuture<RString> {
-        self.call("reload", |core| async move { Ok(core.registry.reload(true).await.to_string().into()) })
+        self.call("reload", NO_CALL_ID, |core, _| async move { Ok(core.registry.reload(true).await.to_string().into()) })
     }
 
     fn list_tools(&self) -> AbiFuture<RVec<ToolDescriptor>> {
-        self.call("list_tools", |core| async move {
+        self.call("list_tools", NO_CALL_ID, |core, _| async move {
             Ok(crate::tool_bridge::descriptors(&core.registry.apps(), &core.clashes_reported).into())
         })
     }
 
     fn call_tool(&self, request: ToolCallRequest) -> AbiFuture<ToolCallOutcome> {
-        self.call("call_tool", move |core| async move {
+        let call_id = request.call_id;
+        self.call("call_tool", call_id, move |core, cancel| async move {
             let app = core.app(request.app_id.as_str())?;
-            let (cancel, _guard) = core.track(request.call_id);
             let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
             let relay =
                 core.relays.register(request.call_id, &app.key, request.extra_json.as_str(), meta.as_ref(), &core.events);
@@ -257,8 +298,8 @@ impl ModuleInstance for Instance {
     }
 
     fn forward(&self, request: ForwardRequest) -> AbiFuture<ForwardResponse> {
-        self.call("forward", move |core| async move {
-            let (cancel, _guard) = core.track(request.call_id);
+        let call_id = request.call_id;
+        self.call("forward", call_id, move |core, cancel| async move {
             let response = crate::forward::forward(
                 &core,
                 request.call_id,
@@ -281,55 +322,31 @@ impl ModuleInstance for Instance {
             "cancelling a call",
             || {
                 self.core.faults.check(Site::Export, "cancel");
-                match self.core.inflight.lock().get(&call_id) {
-                    Some(token) => {
-                        token.cancel();
-                        true
-                    }
-                    None => false,
-                }
+                self.core.calls.cancel(call_id) == CancelOutcome::Cancelled
             },
             |_| false,
         )
     }
 
     fn invoke(&self, method: RString, params_json: RString) -> AbiFuture<RString> {
-        self.call("invoke", move |core| async move { invoke(&core, method.as_str(), params_json.as_str()).await })
+        self.call("invoke", NO_CALL_ID, move |core, cancel| async move {
+            invoke(&core, method.as_str(), params_json.as_str(), &cancel).await
+        })
     }
 
+    /// Resolves when the apps are stopped and the runtime has ended; at once when the module was
+    /// already shut down.
     fn shutdown(&self) -> AbiFuture<()> {
-        let core = self.core.clone();
+        use async_ffi::FutureExt as _;
         contain(
             "shutting down",
-            move || {
-                // Apps are stopped on the runtime; the runtime itself can only be shut down from a
-                // thread that is not its own.
-                let (tx, rx) = futures::channel::oneshot::channel();
-                std::thread::Builder::new()
-                    .name("mcpapp-shutdown".into())
-                    .spawn(move || {
-                        tracing::info!("MCP App module shutting down");
-                        core.watcher.lock().take();
-                        let stopping = core.runtime.handle().spawn({
-                            let core = core.clone();
-                            async move { core.registry.stop_all().await }
-                        });
-                        let stopped = core.runtime.handle().block_on(async {
-                            tokio::time::timeout(Duration::from_secs(15), stopping).await
-                        });
-                        if stopped.is_err() {
-                            tracing::warn!("apps did not stop within 15s; their processes are killed with the runtime");
-                        }
-                        crate::logging::uninstall();
-                        core.runtime.shutdown(Duration::from_secs(2));
-                        let _ = tx.send(());
-                    })
-                    .expect("spawning the shutdown thread");
-                use async_ffi::FutureExt as _;
-                async move {
-                    rx.await.map_err(|_| AbiError::new(error_code::INTERNAL, "module shutdown thread died")).into()
+            || match self.begin_shutdown() {
+                Ok(done) => async move {
+                    done.await.map_err(|_| AbiError::new(error_code::INTERNAL, "module shutdown thread died")).into()
                 }
-                .into_ffi()
+                .into_ffi(),
+                Err(ShutdownError::AlreadyShutDown) => futures::future::ready(Ok(()).into()).into_ffi(),
+                Err(e) => ready_err(AbiError::new(error_code::INTERNAL, e.to_string())),
             },
             ready_err,
         )
@@ -337,7 +354,7 @@ impl ModuleInstance for Instance {
 }
 
 /// Named operations beyond the fixed interface.
-async fn invoke(core: &Core, method: &str, params: &str) -> Result<RString, AbiError> {
+async fn invoke(core: &Core, method: &str, params: &str, cancel: &CancellationToken) -> Result<RString, AbiError> {
     let params: Value = if params.trim().is_empty() {
         Value::Null
     } else {
@@ -350,7 +367,10 @@ async fn invoke(core: &Core, method: &str, params: &str) -> Result<RString, AbiE
         "diag.echo" => {
             let delay = params.get("delayMs").and_then(Value::as_u64).unwrap_or(0);
             if delay > 0 {
-                tokio::time::sleep(Duration::from_millis(delay.min(60_000))).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(delay.min(60_000))) => {}
+                    _ = cancel.cancelled() => return Err(AbiError::new(error_code::CANCELLED, "diag.echo cancelled")),
+                }
             }
             Ok(json!({ "echo": params.get("value").cloned().unwrap_or(Value::Null) }).to_string().into())
         }
@@ -385,11 +405,67 @@ async fn invoke(core: &Core, method: &str, params: &str) -> Result<RString, AbiE
         "module.status" => Ok(json!({
             "version": crate::MODULE_VERSION,
             "hostVersion": core.host_version,
-            "shutDown": core.runtime.is_shut_down(),
-            "callsInFlight": core.inflight.lock().len(),
+            "shutDown": core.tasks.is_shut_down(),
+            "callsInFlight": core.calls.in_flight(),
         })
         .to_string()
         .into()),
         other => Err(AbiError::new(error_code::NOT_IMPLEMENTED, format!("unknown module method '{other}'"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use abi_stable::std_types::RStr;
+    use host_abi::{HostSink, HostSink_TO, LogLevel, LogRecord, ModuleEvent};
+
+    struct NoHost;
+
+    impl HostSink for NoHost {
+        fn log_enabled(&self, _level: LogLevel, _target: RStr<'_>) -> bool {
+            false
+        }
+        fn log(&self, _record: LogRecord) {}
+        fn event(&self, _event: ModuleEvent) {}
+    }
+
+    fn instance(dir: &std::path::Path) -> Instance {
+        let config = ModuleConfig {
+            config_json: json!({ "McpApps": { "Enabled": false } }).to_string().into(),
+            config_dir: dir.display().to_string().into(),
+            data_dir: dir.display().to_string().into(),
+            host_version: "0.1.0".into(),
+            extra_json: "{}".into(),
+        };
+        Instance::create(config, Arc::new(HostSink_TO::from_value(NoHost, TD_Opaque))).unwrap()
+    }
+
+    /// Dropping the instance without `shutdown` ends its runtime (its tasks are dropped), without
+    /// the drop itself waiting for that.
+    #[test]
+    fn dropping_the_instance_shuts_it_down() {
+        let dir = std::env::temp_dir();
+        let instance = instance(&dir);
+        let tasks = instance.core.tasks.clone();
+        let (held, ended) = std::sync::mpsc::channel::<()>();
+        assert!(tasks.spawn("idling", async move {
+            let _held = held;
+            std::future::pending::<()>().await;
+        }));
+        drop(instance);
+        assert!(tasks.is_shut_down(), "no new work once dropped");
+        let outcome = ended.recv_timeout(Duration::from_secs(30));
+        assert_eq!(outcome, Err(std::sync::mpsc::RecvTimeoutError::Disconnected), "the runtime ended, dropping its tasks");
+    }
+
+    /// After `shutdown`, dropping the instance has nothing left to do.
+    #[test]
+    fn shutdown_then_drop() {
+        let dir = std::env::temp_dir();
+        let instance = instance(&dir);
+        futures::executor::block_on(instance.shutdown()).unwrap();
+        futures::executor::block_on(instance.shutdown()).unwrap();
+        drop(instance);
     }
 }

@@ -6,6 +6,9 @@
 //! JSON-RPC for the browser. [`instance`] adapts all of it to the `host-abi` interface, and
 //! [`runtime`], [`containment`] and [`logging`] keep the boundary's rules.
 
+// Every task starts through `runtime::Tasks::spawn` (clippy.toml lists the bare spawns).
+#![deny(clippy::disallowed_methods)]
+
 use std::sync::Arc;
 
 use abi_stable::{export_root_module, prefix_type::PrefixTypeTrait, sabi_extern_fn};
@@ -15,6 +18,7 @@ use host_abi::{
 };
 
 pub mod app_server;
+pub mod calls;
 pub mod catalog;
 pub mod config;
 pub mod containment;

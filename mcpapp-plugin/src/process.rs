@@ -61,6 +61,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::manifest::Manifest;
+use crate::runtime::Tasks;
 
 /// The variables of the gateway's environment an app inherits (when set), beside every `LC_*`
 /// variable ([`INHERITED_ENV_PREFIX`]). Everything else of the gateway's environment is withheld;
@@ -125,7 +126,12 @@ impl AppProcess {
     /// Starts the manifest's command (on the spawner thread; see the module docs). With
     /// `stdio_transport`, stdin/stdout are kept for MCP; otherwise stdout goes to the logs like
     /// stderr. Must be called on a module runtime.
-    pub async fn spawn(manifest: &Manifest, app_id: &str, stdio_transport: bool) -> Result<AppProcess, SpawnError> {
+    pub async fn spawn(
+        manifest: &Manifest,
+        app_id: &str,
+        stdio_transport: bool,
+        tasks: &Tasks,
+    ) -> Result<AppProcess, SpawnError> {
         let command = manifest.resolved_command().ok_or(SpawnError::NoCommand)?;
         let request = SpawnRequest {
             arguments: manifest.arguments.clone(),
@@ -137,7 +143,7 @@ impl AppProcess {
         };
         let spawner_err =
             |reason: String| SpawnError::Spawner { command: command.display().to_string(), reason };
-        let handle = tokio::runtime::Handle::current();
+        let handle = tasks.handle().clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
         spawner()
             .map_err(spawner_err)?
@@ -151,11 +157,11 @@ impl AppProcess {
             .map_err(spawner_err)?;
         let mut process = rx.await.map_err(|_| spawner_err("the spawn job was dropped".into()))??;
         if let Some(stderr) = process.child.stderr.take() {
-            forward_lines(stderr, app_id.to_string(), "stderr");
+            forward_lines(tasks, stderr, app_id.to_string(), "stderr");
         }
         if !stdio_transport {
             if let Some(out) = process.stdout.take() {
-                forward_lines(out, app_id.to_string(), "stdout");
+                forward_lines(tasks, out, app_id.to_string(), "stdout");
             }
         }
         tracing::debug!(app = app_id, pid = process.pgid, "started process {}", command.display());
@@ -270,8 +276,8 @@ pub fn describe_exit(status: std::process::ExitStatus) -> String {
 }
 
 /// Copies a child's output into the logs line by line, tagged with the app id.
-fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(reader: R, app_id: String, stream: &'static str) {
-    tokio::spawn(async move {
+fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(tasks: &Tasks, reader: R, app_id: String, stream: &'static str) {
+    tasks.spawn("forwarding an app's output", async move {
         let mut lines = BufReader::new(reader).lines();
         loop {
             match lines.next_line().await {
@@ -535,8 +541,9 @@ mod tests {
     fn a_child_outlives_the_thread_that_asked_for_it() {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let handle = rt.handle().clone();
+        let tasks = Tasks::new(handle.clone());
         let m = manifest("/bin/sleep", &["30"]);
-        let mut process = std::thread::spawn(move || handle.block_on(AppProcess::spawn(&m, "p", false)).unwrap())
+        let mut process = std::thread::spawn(move || handle.block_on(AppProcess::spawn(&m, "p", false, &tasks)).unwrap())
             .join()
             .unwrap();
         let pid = process.pid();
@@ -556,7 +563,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         rt.block_on(async {
             let m = manifest("/bin/cat", &[]);
-            let mut process = AppProcess::spawn(&m, "p", true).await.unwrap();
+            let mut process = AppProcess::spawn(&m, "p", true, &Tasks::new(tokio::runtime::Handle::current())).await.unwrap();
             let guardian = process._guardian.as_ref().expect("a guardian").pid;
             assert!(alive(guardian));
             let comm = || std::fs::read_to_string(format!("/proc/{guardian}/comm")).unwrap_or_default();
@@ -586,7 +593,7 @@ mod tests {
             unsafe { std::env::set_var("MCPAPP_PROCESS_TEST_SECRET", "s3cret") };
             let mut m = manifest("/bin/sh", &["-c", "echo \"secret=${MCPAPP_PROCESS_TEST_SECRET:-absent} mode=$APP_MODE path=${PATH:+set}\""]);
             m.environment.insert("APP_MODE".into(), "test".into());
-            let mut process = AppProcess::spawn(&m, "p", true).await.unwrap();
+            let mut process = AppProcess::spawn(&m, "p", true, &Tasks::new(tokio::runtime::Handle::current())).await.unwrap();
             let mut out = String::new();
             use tokio::io::AsyncReadExt as _;
             process.stdout.take().unwrap().read_to_string(&mut out).await.unwrap();

@@ -1,13 +1,24 @@
-//! The module's own tokio runtime and the one way work crosses back to the host: [`ModuleRuntime::spawn_call`].
+//! The module's own tokio runtime and the only ways work starts on it.
 //!
 //! Each dynamic library carries its own copy of tokio's thread-locals, so a module future polled on
 //! a host thread that touched tokio would panic with "no reactor running". Every call therefore
 //! runs as a task on this runtime and the host gets an [`AbiFuture`] that only waits on a
-//! runtime-agnostic `futures` oneshot channel.
+//! runtime-agnostic `futures` oneshot channel ([`Tasks::spawn_call`]).
+//!
+//! Ownership: the [`ModuleRuntime`] (the tokio `Runtime` itself) belongs to the module instance
+//! alone. Tasks only ever hold a [`Tasks`] (a handle plus the shut-down flag), so the last
+//! reference to the runtime is never dropped on one of its own threads (tokio panics there), and
+//! shutting down is the instance's decision ([`ModuleRuntime::shut_down_on_own_thread`]).
+//!
+//! Every module task starts through [`Tasks::spawn`], the one place that calls tokio's spawn:
+//! it catches the task's panic (a panic must never reach the host) and refuses work once the
+//! module is shut down. `clippy.toml` forbids the bare spawns elsewhere, and
+//! `tests/spawn_discipline.rs` checks the sources for them under `cargo test`.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_ffi::FutureExt as _;
@@ -15,13 +26,28 @@ use futures::FutureExt as _;
 use host_abi::{error_code, AbiError, AbiFuture, RResult};
 use parking_lot::Mutex;
 use tokio::runtime::{Handle, Runtime};
+use tokio_util::sync::CancellationToken;
 
 use crate::containment::panic_message;
 
+/// How long tasks still running get to finish once the runtime shuts down.
+pub const TASK_GRACE: Duration = Duration::from_secs(2);
+
+/// The module's tokio runtime, owned by the module instance (see the module docs).
 pub struct ModuleRuntime {
-    handle: Handle,
     runtime: Mutex<Option<Runtime>>,
-    shut_down: AtomicBool,
+    tasks: Tasks,
+}
+
+/// Why the runtime could not be shut down as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ShutdownError {
+    #[error("the module's runtime is already shut down")]
+    AlreadyShutDown,
+    /// The dedicated thread could not be started; the runtime was shut down in the background
+    /// instead, without the last work (apps may be killed rather than stopped).
+    #[error("cannot start the module's shutdown thread: {0}")]
+    NoThread(std::io::Error),
 }
 
 impl ModuleRuntime {
@@ -32,44 +58,113 @@ impl ModuleRuntime {
             .thread_name("mcpapp-module")
             .enable_all()
             .build()?;
-        Ok(ModuleRuntime {
-            handle: runtime.handle().clone(),
-            runtime: Mutex::new(Some(runtime)),
-            shut_down: AtomicBool::new(false),
-        })
+        let tasks = Tasks::new(runtime.handle().clone());
+        Ok(ModuleRuntime { runtime: Mutex::new(Some(runtime)), tasks })
     }
 
+    /// What tasks hold instead of the runtime.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    /// Stops accepting work at once, then, on a thread of its own (`mcpapp-shutdown`), runs
+    /// `last_work` (e.g. stopping the apps; it may `block_on` the runtime it is given and must
+    /// bound itself) and shuts the runtime down, giving tasks [`TASK_GRACE`]. The receiver fires
+    /// when all of it is done.
+    ///
+    /// Never blocks the caller: it may be a host async worker (the `shutdown` export, or a drop
+    /// of the instance), and a runtime can only be shut down from a thread that is not its own.
+    pub fn shut_down_on_own_thread<F>(&self, last_work: F) -> Result<futures::channel::oneshot::Receiver<()>, ShutdownError>
+    where
+        F: FnOnce(&Runtime) + Send + 'static,
+    {
+        let runtime = self.runtime.lock().take().ok_or(ShutdownError::AlreadyShutDown)?;
+        self.tasks.shut_down.store(true, Ordering::Release);
+        // The runtime reaches the thread through a channel, so that if the thread cannot start,
+        // it is still here to be shut down without blocking.
+        let (handover, receive) = std::sync::mpsc::channel::<(Runtime, F)>();
+        let (done, finished) = futures::channel::oneshot::channel();
+        let started = std::thread::Builder::new().name("mcpapp-shutdown".into()).spawn(move || {
+            let Ok((runtime, last_work)) = receive.recv() else { return };
+            if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| last_work(&runtime))) {
+                tracing::error!("panic while shutting the module down: {}", panic_message(&*payload));
+            }
+            runtime.shutdown_timeout(TASK_GRACE);
+            let _ = done.send(());
+        });
+        match started {
+            Ok(_) => {
+                let _ = handover.send((runtime, last_work));
+                Ok(finished)
+            }
+            Err(e) => {
+                runtime.shutdown_background();
+                Err(ShutdownError::NoThread(e))
+            }
+        }
+    }
+}
+
+/// Starts module tasks on the module's runtime; cheap to clone. Holding one does not keep the
+/// runtime alive: after shutdown it refuses work.
+#[derive(Clone)]
+pub struct Tasks {
+    handle: Handle,
+    shut_down: Arc<AtomicBool>,
+}
+
+impl Tasks {
+    /// A spawner for `handle`'s runtime (the module's; tests may bring their own runtime).
+    pub fn new(handle: Handle) -> Tasks {
+        Tasks { handle, shut_down: Arc::new(AtomicBool::new(false)) }
+    }
+
+    /// The runtime's handle, for entering its context (never for spawning: use [`Self::spawn`]).
     pub fn handle(&self) -> &Handle {
         &self.handle
     }
 
-    /// Spawns a background task whose panic is caught and logged instead of killing the process.
-    pub fn spawn_task<F>(&self, what: &'static str, fut: F)
+    pub fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Acquire)
+    }
+
+    /// The one way module code starts a task. A panic in `fut` is caught and logged instead of
+    /// killing the process (or, worse, dying silently and leaving its duty undone: a task whose
+    /// panic needs handling, like an app's supervisor, catches it itself first). Returns false,
+    /// dropping `fut` unpolled, once the module is shut down.
+    pub fn spawn<F>(&self, what: &'static str, fut: F) -> bool
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        if self.shut_down.load(Ordering::Acquire) {
-            return;
+        if self.is_shut_down() {
+            tracing::debug!(task = what, "not starting '{what}': the module is shut down");
+            return false;
         }
+        #[allow(clippy::disallowed_methods)] // the helper itself
         self.handle.spawn(async move {
             if let Err(payload) = AssertUnwindSafe(fut).catch_unwind().await {
                 tracing::error!(task = what, "panic in module task while {what}: {}", panic_message(&*payload));
             }
         });
+        true
     }
 
     /// Runs `fut` on the module runtime and returns a future the host can poll from anywhere.
     /// A panic in `fut` becomes an [`error_code::PANIC`] error (and a log line).
-    pub fn spawn_call<T, F>(&self, what: &'static str, fut: F) -> AbiFuture<T>
+    ///
+    /// `cancel` is the call's token (`fut` watches it): dropping the returned future before the
+    /// result arrived cancels it, so a host that stops waiting stops the work, whatever else it
+    /// does. This is the only place [`AbiFuture`]s of module work are made, so every call gets it.
+    pub fn spawn_call<T, F>(&self, what: &'static str, cancel: CancellationToken, fut: F) -> AbiFuture<T>
     where
         T: Send + 'static,
         F: Future<Output = Result<T, AbiError>> + Send + 'static,
     {
-        if self.shut_down.load(Ordering::Acquire) {
+        if self.is_shut_down() {
             return ready_err(AbiError::new(error_code::SHUT_DOWN, format!("the module is shut down (while {what})")));
         }
         let (tx, rx) = futures::channel::oneshot::channel::<RResult<T, AbiError>>();
-        self.handle.spawn(async move {
+        self.spawn(what, async move {
             let outcome = match AssertUnwindSafe(fut).catch_unwind().await {
                 Ok(result) => result.into(),
                 Err(payload) => {
@@ -80,29 +175,133 @@ impl ModuleRuntime {
             };
             let _ = tx.send(outcome);
         });
+        let mut guard = CancelOnDrop(Some(cancel));
         async move {
-            rx.await.unwrap_or_else(|_| {
+            let result = rx.await.unwrap_or_else(|_| {
                 RResult::RErr(AbiError::new(error_code::INTERNAL, format!("the module dropped the call while {what}")))
-            })
+            });
+            guard.disarm();
+            result
         }
         .into_ffi()
     }
+}
 
-    /// Stops accepting work and shuts the runtime down, giving tasks `grace` to finish.
-    /// Must not be called from a thread of this runtime.
-    pub fn shutdown(&self, grace: Duration) {
-        self.shut_down.store(true, Ordering::Release);
-        if let Some(rt) = self.runtime.lock().take() {
-            rt.shutdown_timeout(grace);
-        }
+/// Cancels a call's token when the host drops the call's future before its result arrived.
+///
+/// The drop runs on a host thread, outside the module runtime's context (tokio's thread-locals
+/// there are the host's copy, not ours): `CancellationToken::cancel` is plain synchronisation
+/// plus waking the watching task through its waker, which is safe from any thread.
+struct CancelOnDrop(Option<CancellationToken>);
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.0 = None;
     }
+}
 
-    pub fn is_shut_down(&self) -> bool {
-        self.shut_down.load(Ordering::Acquire)
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
+        }
     }
 }
 
 /// An already-failed [`AbiFuture`], for refusing a call without touching the runtime.
 pub fn ready_err<T: Send + 'static>(err: AbiError) -> AbiFuture<T> {
     futures::future::ready(RResult::RErr(err)).into_ffi()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> ModuleRuntime {
+        ModuleRuntime::new(1).unwrap()
+    }
+
+    fn end(rt: ModuleRuntime) {
+        futures::executor::block_on(rt.shut_down_on_own_thread(|_| {}).unwrap()).unwrap();
+    }
+
+    /// Polls `fut` once on this (non-runtime) thread, like a host would, and returns it pending.
+    fn poll_once<T>(fut: &mut AbiFuture<T>) -> bool {
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        std::pin::Pin::new(fut).poll(&mut cx).is_ready()
+    }
+
+    fn wait_for(token: &CancellationToken) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !token.is_cancelled() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        token.is_cancelled()
+    }
+
+    #[test]
+    fn dropping_the_future_cancels_the_call() {
+        let rt = runtime();
+        let cancel = CancellationToken::new();
+        let (seen_tx, seen) = std::sync::mpsc::channel();
+        let watched = cancel.clone();
+        let mut fut = rt.tasks().spawn_call("waiting", cancel.clone(), async move {
+            watched.cancelled().await;
+            let _ = seen_tx.send(());
+            Ok(())
+        });
+        assert!(!poll_once(&mut fut));
+        drop(fut);
+        assert!(wait_for(&cancel), "dropping the future must cancel the call's token");
+        seen.recv_timeout(Duration::from_secs(10)).expect("the task saw the cancellation");
+        end(rt);
+    }
+
+    #[test]
+    fn a_finished_call_is_not_cancelled_by_its_drop() {
+        let rt = runtime();
+        let cancel = CancellationToken::new();
+        let fut = rt.tasks().spawn_call("answering", cancel.clone(), async { Ok(7u32) });
+        assert_eq!(futures::executor::block_on(fut).unwrap(), 7);
+        assert!(!cancel.is_cancelled());
+        end(rt);
+    }
+
+    #[test]
+    fn a_panicking_call_becomes_a_panic_error() {
+        let rt = runtime();
+        let fut = rt.tasks().spawn_call::<(), _>("exploding", CancellationToken::new(), async { panic!("boom") });
+        let err = futures::executor::block_on(fut).unwrap_err();
+        assert_eq!(err.code.as_str(), error_code::PANIC);
+        assert!(err.message.as_str().contains("boom"), "{}", err.message);
+        end(rt);
+    }
+
+    #[test]
+    fn shutdown_runs_the_last_work_ends_tasks_and_refuses_new_ones() {
+        let rt = runtime();
+        let tasks = rt.tasks().clone();
+        // A task that never ends holds a sender: its drop (the runtime ending) is seen.
+        let (held, ended) = std::sync::mpsc::channel::<()>();
+        assert!(tasks.spawn("idling", async move {
+            let _held = held;
+            std::future::pending::<()>().await;
+        }));
+        let (ran_tx, ran) = std::sync::mpsc::channel();
+        let done = rt
+            .shut_down_on_own_thread(move |runtime| {
+                let on_runtime = runtime.block_on(async { tokio::runtime::Handle::try_current().is_ok() });
+                let _ = ran_tx.send(on_runtime);
+            })
+            .unwrap();
+        assert!(tasks.is_shut_down(), "work is refused from the moment shutdown begins");
+        futures::executor::block_on(done).unwrap();
+        assert_eq!(ran.recv_timeout(Duration::from_secs(1)), Ok(true), "the last work ran on the runtime");
+        assert_eq!(ended.recv_timeout(Duration::from_secs(10)), Err(std::sync::mpsc::RecvTimeoutError::Disconnected));
+        assert!(!tasks.spawn("too late", async {}));
+        let late = futures::executor::block_on(tasks.spawn_call("too late", CancellationToken::new(), async { Ok(()) }));
+        assert_eq!(late.unwrap_err().code.as_str(), error_code::SHUT_DOWN);
+        assert!(matches!(rt.shut_down_on_own_thread(|_| {}), Err(ShutdownError::AlreadyShutDown)));
+    }
 }

@@ -29,6 +29,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::runtime::Tasks;
 use crate::upstream::{Notifier, Session, UpstreamSignal};
 
 /// The resource URIs an app's clients subscribed to (through the browser proxy).
@@ -135,6 +136,7 @@ impl Listener {
         uris: SubscribedUris,
         closing: &CancellationToken,
         open_timeout: Duration,
+        tasks: &Tasks,
     ) -> Listener {
         let capabilities = session.server_info().get("capabilities").cloned().unwrap_or(Value::Null);
         let advertised = Advertised::from_capabilities(&capabilities);
@@ -153,7 +155,7 @@ impl Listener {
             open_timeout,
             started: Instant::now(),
         };
-        tokio::spawn(task.run());
+        tasks.spawn("listening to an app", task.run());
         let _ = tokio::time::timeout(FIRST_OPEN_WAIT, opened.changed()).await;
         Listener { app_id: app_id.to_string(), advertised, uris, wanted, opened, stop }
     }

@@ -9,7 +9,7 @@ use notify::{RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 
 use crate::manifest::MANIFEST_FILE_NAME;
-use crate::runtime::ModuleRuntime;
+use crate::runtime::Tasks;
 
 /// Quiet period after the last change before reloading: editors write files in several steps.
 pub const DEBOUNCE: Duration = Duration::from_millis(500);
@@ -34,7 +34,7 @@ fn is_relevant(event: &notify::Event) -> bool {
 }
 
 /// Watches `paths` (those that exist) and calls `reload` after each debounced burst of changes.
-pub fn watch<F, Fut>(paths: &[PathBuf], runtime: &ModuleRuntime, reload: F) -> Option<ManifestWatcher>
+pub fn watch<F, Fut>(paths: &[PathBuf], tasks: &Tasks, reload: F) -> Option<ManifestWatcher>
 where
     F: Fn() -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
@@ -67,7 +67,7 @@ where
         return None;
     }
     let reload = Arc::new(reload);
-    runtime.spawn_task("watching manifests", async move {
+    tasks.spawn("watching manifests", async move {
         while rx.recv().await.is_some() {
             // Debounce: wait until the changes stop for DEBOUNCE.
             loop {

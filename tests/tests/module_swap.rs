@@ -62,8 +62,9 @@ fn start(extra_gateway: Value) -> Setup {
         ..Default::default()
     });
     assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(100), || echo(&gw, "ready").is_ok()),
-        "the app never served\n{}",
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || echo(&gw, "ready").is_ok()
+            && gw.get_json("/tools").1.to_string().contains("\"sw.echo\"")),
+        "the app never served (or its tools never reached the registry)\n{}",
         gw.logs()
     );
     Setup { _dir: dir, gw, modules, pid_file }

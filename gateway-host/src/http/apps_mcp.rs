@@ -39,6 +39,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
+use host_abi::payloads::AppDetail;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -166,16 +167,13 @@ impl AppsMcp {
             let state = app.state.as_str();
             return Err(app_error(app_id, format!("McpApp '{app_id}' is not running (state: {state})"), json!(state)));
         }
-        let detail: Value = serde_json::from_str(app.detail_json.as_str()).unwrap_or(Value::Null);
-        let declared: Vec<String> = detail["manifest"]["capabilities"]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
-            .unwrap_or_default();
+        let detail = AppDetail::from_json(app.detail_json.as_str());
+        let declared: Vec<String> = detail.manifest.map(|m| m.capabilities).unwrap_or_default();
         // The app's own declaration from its handshake; an estimate for apps whose handshake
         // reported nothing usable. listChanged: the app's changes are relayed.
-        let capabilities = match detail["server"]["capabilities"].as_object() {
+        let capabilities = match detail.server.and_then(|s| s.capabilities) {
             Some(own) => {
-                let mut own = own.clone();
+                let mut own = own;
                 own.remove("experimental");
                 Value::Object(own)
             }

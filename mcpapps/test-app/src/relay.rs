@@ -43,6 +43,9 @@ const DEFAULT_CLIENT_TIMEOUT_MS: u64 = 30_000;
 
 /// Cancellations observed by this process (every session): count and the last one.
 static CANCELLATIONS: Mutex<(u64, Option<Value>)> = Mutex::new((0, None));
+/// `cancellable` calls this process started (every session), so a test can tell a call that was
+/// cancelled while it ran from one that never reached the app.
+static CANCELLABLE_STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Records that a tool call was cancelled by its client (context.ct fired).
 pub fn record_cancellation(tool: &str, context: &RequestContext<RoleServer>, started: Instant) {
@@ -61,7 +64,8 @@ pub fn record_cancellation(tool: &str, context: &RequestContext<RoleServer>, sta
 
 fn cancellations() -> Value {
     let log = CANCELLATIONS.lock().unwrap_or_else(|e| e.into_inner());
-    json!({"count": log.0, "last": log.1.clone().unwrap_or(Value::Null)})
+    let started = CANCELLABLE_STARTED.load(std::sync::atomic::Ordering::SeqCst);
+    json!({"count": log.0, "last": log.1.clone().unwrap_or(Value::Null), "started": started})
 }
 
 const LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
@@ -145,7 +149,7 @@ pub fn tools() -> Vec<Tool> {
         ),
         Tool::new(
             "cancellations",
-            "How many tool calls of this process were cancelled by their client, and the last one.",
+            "How many tool calls of this process were cancelled by their client, the last one, and how many cancellable calls started.",
             no_args(),
         )
         .with_title("Observed cancellations")
@@ -153,7 +157,8 @@ pub fn tools() -> Vec<Tool> {
             "type": "object",
             "properties": {
                 "count": {"type": "integer", "minimum": 0},
-                "last": {"type": ["object", "null"]}
+                "last": {"type": ["object", "null"]},
+                "started": {"type": "integer", "minimum": 0}
             },
             "required": ["count", "last"]
         }))),
@@ -240,6 +245,7 @@ pub async fn call(
         "roots" => return Some(roots(&args, request, context, closing).await),
         "cancellable" => match u64_arg(&args, "ms") {
             Some(ms) => {
+                CANCELLABLE_STARTED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let started = Instant::now();
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(ms)) => text_result(format!("cancellable finished after {ms} ms")),
