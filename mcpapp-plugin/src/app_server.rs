@@ -113,6 +113,14 @@ impl AppKind {
             AppKind::McpServer => "mcpServer",
         }
     }
+
+    /// How the host reads it (`AppDetail::kind`).
+    pub fn provider_kind(self) -> host_abi::payloads::ProviderKind {
+        match self {
+            AppKind::App => host_abi::payloads::ProviderKind::App,
+            AppKind::McpServer => host_abi::payloads::ProviderKind::McpServer,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -704,7 +712,7 @@ impl AppServer {
         let catalog = self.catalog();
         let server = self.live().map(|l| l.session.server_info()).unwrap_or(Value::Null);
         json!({
-            "kind": self.kind.as_str(),
+            "kind": self.kind.provider_kind(),
             // What the app declared in its handshake (capabilities, serverInfo, protocolVersion),
             // so the browser proxy can answer `initialize` truthfully on its behalf.
             "server": server,

@@ -39,10 +39,14 @@ impl EventSink {
     }
 
     pub fn call_notification(&self, app_id: &str, call_id: u64, message: Value) {
-        self.emit(event_kind::CALL_NOTIFICATION, app_id, json!({ "callId": call_id, "message": message }));
+        let payload = host_abi::payloads::CallNotification { call_id, message };
+        self.emit(event_kind::CALL_NOTIFICATION, app_id, serde_json::to_value(payload).unwrap_or_default());
     }
 
+    /// `request` is the app's JSON-RPC request (`method`, `params`).
     pub fn call_request(&self, app_id: &str, call_id: u64, key: &str, request: Value) {
-        self.emit(event_kind::CALL_REQUEST, app_id, json!({ "callId": call_id, "key": key, "request": request }));
+        let request: host_abi::payloads::QuestionRequest = serde_json::from_value(request).unwrap_or_default();
+        let payload = host_abi::payloads::CallRequest { call_id, key: key.to_string(), request };
+        self.emit(event_kind::CALL_REQUEST, app_id, serde_json::to_value(payload).unwrap_or_default());
     }
 }

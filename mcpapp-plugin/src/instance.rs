@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RString, RVec};
+use host_abi::payloads::{Respond, Responded, ValidateParams};
 use host_abi::{
     error_code, AbiError, AbiFuture, AppDescriptor, ForwardRequest, ForwardResponse, HostSinkBox, ModuleConfig,
     ModuleInfo, ModuleInstance, ModuleInstanceBox, ModuleInstance_TO, ToolCallOutcome, ToolCallRequest, ToolDescriptor,
@@ -375,21 +376,16 @@ async fn invoke(core: &Core, method: &str, params: &str, cancel: &CancellationTo
             Ok(json!({ "echo": params.get("value").cloned().unwrap_or(Value::Null) }).to_string().into())
         }
         // Validates manifest files (`gateway-host validate`): every problem with its field.
-        "manifest.validate" => {
-            let paths: Vec<String> = params
-                .get("paths")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
-                .unwrap_or_default();
+        host_abi::payloads::VALIDATE => {
+            let ValidateParams { paths } = serde_json::from_value(params.clone()).unwrap_or_default();
             let results = tokio::task::block_in_place(|| crate::validate::validate_paths(&paths, &core.host_version));
             Ok(Value::Array(results).to_string().into())
         }
         // The caller's client answered an app's question of a relayed call (host_abi::relay).
         host_abi::relay::RESPOND => {
-            let call_id = params.get("callId").and_then(Value::as_u64).unwrap_or(0);
-            let key = params.get("key").and_then(Value::as_str).unwrap_or_default();
-            let answer = match (params.get("result"), params.get("error")) {
-                (Some(result), _) => Ok(result.clone()),
+            let Respond { call_id, key, result, error } = serde_json::from_value(params.clone()).unwrap_or_default();
+            let answer = match (result, error) {
+                (Some(result), _) => Ok(result),
                 (None, Some(error)) => Err(rmcp::ErrorData::new(
                     rmcp::model::ErrorCode(error.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32),
                     error.get("message").and_then(Value::as_str).unwrap_or("the client answered with an error").to_string(),
@@ -399,8 +395,8 @@ async fn invoke(core: &Core, method: &str, params: &str, cancel: &CancellationTo
                     return Err(AbiError::new(error_code::INVALID_ARGUMENT, "call.respond needs a result or an error"));
                 }
             };
-            let delivered = core.relays.get(call_id).is_some_and(|call| call.respond(key, answer));
-            Ok(json!({ "delivered": delivered }).to_string().into())
+            let delivered = core.relays.get(call_id).is_some_and(|call| call.respond(&key, answer));
+            Ok(serde_json::to_string(&Responded { delivered }).unwrap_or_default().into())
         }
         "module.status" => Ok(json!({
             "version": crate::MODULE_VERSION,
