@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use crate::serve::{self, BoxError};
+use crate::serve;
+use crate::BoxError;
 
 /// Threads of this process, from `/proc/self/status`.
 pub fn thread_count() -> usize {

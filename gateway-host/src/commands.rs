@@ -7,7 +7,8 @@ use std::sync::Arc;
 use host_abi::payloads::{ValidateParams, ValidationResult, VALIDATE};
 
 use crate::module_host::ModuleHost;
-use crate::serve::{self, BoxError};
+use crate::serve;
+use crate::BoxError;
 
 /// Loads the module, creates an instance, runs `work`, and shuts the instance down again.
 pub fn with_module<T, F, Fut>(config: Option<&Path>, module: Option<&Path>, work: F) -> Result<T, BoxError>

@@ -12,6 +12,7 @@ mod boundary_check;
 mod chat;
 mod commands;
 mod env_overrides;
+mod gateway_config;
 mod http;
 mod module_host;
 mod module_loader;
@@ -19,6 +20,9 @@ mod relay;
 mod serve;
 mod settings;
 mod tools;
+
+/// The error of the gateway's commands and startup: anything with a message.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The MCP App gateway.
 #[derive(Debug, Parser)]

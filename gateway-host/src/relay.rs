@@ -167,7 +167,7 @@ pub fn random_hex(n: usize) -> String {
 }
 
 /// A JSON-RPC error object as the module's `call.respond` takes it.
-pub fn error_object(code: i64, message: impl Into<String>) -> Value {
+pub fn error_object(code: i32, message: impl Into<String>) -> Value {
     json!({ "code": code, "message": message.into() })
 }
 

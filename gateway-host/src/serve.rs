@@ -6,58 +6,18 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use host_abi::ModuleConfig;
-
+use crate::gateway_config::{module_config, module_path, parse_urls, DEFAULT_URLS};
 use crate::http::{self, GatewayState};
 use crate::module_host::ModuleHost;
 use crate::module_loader::{self, LoadedModule};
 use crate::settings::Settings;
-
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-pub const DEFAULT_URLS: &str = "http://127.0.0.1:5000";
-pub const GATEWAY_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// `--module`, else `Gateway.ModulePath` (relative to the configuration's folder), else the
-/// library beside the executable.
-pub fn module_path(settings: &Settings, cli: Option<&Path>) -> PathBuf {
-    if let Some(p) = cli {
-        return p.to_path_buf();
-    }
-    match settings.get_str("Gateway:ModulePath") {
-        Some(p) => settings.resolve_path(&p),
-        None => module_loader::default_module_path(),
-    }
-}
+use crate::BoxError;
 
 /// Loads configuration and module, as every command does.
 pub fn load(config: Option<&Path>, module: Option<&Path>) -> Result<(Settings, LoadedModule), BoxError> {
     let settings = Settings::load(config)?;
     let loaded = module_loader::load(&module_path(&settings, module))?;
     Ok((settings, loaded))
-}
-
-/// The gateway's data folder (`Gateway.DataPath`, also read as `Gateway.DataDir`; default
-/// `.gateway-data` beside the configuration): the module's install state, the chat sessions.
-pub fn data_dir(settings: &Settings) -> std::path::PathBuf {
-    settings
-        .get_str("Gateway:DataPath")
-        .or_else(|| settings.get_str("Gateway:DataDir"))
-        .map(|d| settings.resolve_path(&d))
-        .unwrap_or_else(|| settings.config_dir.join(".gateway-data"))
-}
-
-/// The configuration handed to the module.
-pub fn module_config(settings: &Settings) -> ModuleConfig {
-    let data_dir = data_dir(settings);
-    ModuleConfig {
-        config_json: settings.effective.to_string().into(),
-        config_dir: settings.config_dir.display().to_string().into(),
-        data_dir: data_dir.display().to_string().into(),
-        host_version: GATEWAY_VERSION.into(),
-        // The host's interface version and optional methods (host_abi::ModuleConfigExtra).
-        extra_json: module_loader::config_extra_json(module_loader::HOST_CAPABILITIES).into(),
-    }
 }
 
 /// Creates the module instance on a runtime of the host's.
@@ -71,29 +31,6 @@ pub fn module_info(config: Option<&Path>, module: Option<&Path>) -> Result<(), B
     let (_, loaded) = load(config, module)?;
     println!("{}", serde_json::to_string(&loaded.summary())?);
     Ok(())
-}
-
-/// Parses `Gateway.Urls` / `--urls`: `;`-separated `http://host:port` entries (ASP.NET style).
-pub fn parse_urls(urls: &str) -> Result<Vec<SocketAddr>, BoxError> {
-    let mut out = Vec::new();
-    for url in urls.split(';').map(str::trim).filter(|u| !u.is_empty()) {
-        let rest = if let Some(rest) = url.strip_prefix("http://") {
-            rest
-        } else if url.starts_with("https://") {
-            return Err(format!("{url}: https is not served directly; terminate TLS in a reverse proxy").into());
-        } else {
-            return Err(format!("{url}: expected http://HOST:PORT").into());
-        };
-        let hostport = rest.trim_end_matches('/');
-        let hostport = hostport.replacen("localhost:", "127.0.0.1:", 1);
-        let addr: SocketAddr =
-            hostport.parse().map_err(|_| format!("{url}: expected http://IP:PORT (e.g. http://127.0.0.1:5000)"))?;
-        out.push(addr);
-    }
-    if out.is_empty() {
-        return Err("no URL to listen on (Gateway.Urls / --urls is empty)".into());
-    }
-    Ok(out)
 }
 
 pub fn run(config: Option<&Path>, module: Option<&Path>, urls: Option<&str>) -> Result<(), BoxError> {

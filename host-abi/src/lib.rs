@@ -160,6 +160,7 @@ pub(crate) mod lenient {
     }
 }
 
+pub mod jsonrpc;
 pub mod payloads;
 
 /// The result of every fallible call across the boundary.

@@ -1,12 +1,16 @@
 //! The MCP App module: a stable-ABI library the gateway loads at startup.
 //!
-//! Data flow inside the module: configuration → [`discovery`] (manifests, [`policy`], overrides)
-//! → [`install_state`] per app → [`registry`] (lifecycle, supervision, reload) → [`app_server`]
-//! (one upstream MCP session per app) → [`tool_bridge`] (model-side results) and forwarding of raw
-//! JSON-RPC for the browser. [`instance`] adapts all of it to the `host-abi` interface, and
-//! [`runtime`], [`containment`] and [`logging`] keep the boundary's rules.
+//! The source is grouped by layer:
+//! - [`abi`]: the boundary glue ([`abi::instance`] adapts everything to the `host-abi` interface;
+//!   [`abi::runtime`], [`abi::containment`] and [`abi::logging`] keep the boundary's rules);
+//! - [`apps`]: configuration → [`apps::discovery`] (manifests, [`apps::policy`], overrides) →
+//!   [`apps::install_state`] per app → [`apps::registry`] (lifecycle, supervision, reload);
+//! - [`upstream`]: [`upstream::app_server`] (one upstream MCP session per app) and what it needs
+//!   (process, session, catalog, relay);
+//! - [`bridge`]: [`bridge::tool_bridge`] (model-side results) and [`bridge::forward`] (raw
+//!   JSON-RPC for the browser).
 
-// Every task starts through `runtime::Tasks::spawn` (clippy.toml lists the bare spawns).
+// Every task starts through `abi::runtime::Tasks::spawn` (clippy.toml lists the bare spawns).
 #![deny(clippy::disallowed_methods)]
 
 use std::sync::Arc;
@@ -17,31 +21,10 @@ use host_abi::{
     ModuleInstanceBox, RResult,
 };
 
-pub mod app_server;
-pub mod calls;
-pub mod catalog;
-pub mod config;
-pub mod containment;
-pub mod discovery;
-pub mod events;
-pub mod faults;
-pub mod forward;
-pub mod install_state;
-pub mod instance;
-pub mod logging;
-pub mod manifest;
-pub mod mcp_servers;
-pub mod policy;
-pub mod process;
-pub mod registry;
-pub mod ordering;
-pub mod relay;
-pub mod runtime;
-pub mod subscriptions;
-pub mod tool_bridge;
+pub mod abi;
+pub mod apps;
+pub mod bridge;
 pub mod upstream;
-pub mod validate;
-pub mod watcher;
 
 pub const MODULE_NAME: &str = env!("CARGO_PKG_NAME");
 pub const MODULE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -66,17 +49,17 @@ pub fn module_info() -> ModuleInfo {
 
 #[sabi_extern_fn]
 fn info() -> ModuleInfo {
-    containment::contain("reading module info", module_info, |_| module_info())
+    abi::containment::contain("reading module info", module_info, |_| module_info())
 }
 
 #[sabi_extern_fn]
 fn create(config: ModuleConfig, host: HostSinkBox) -> AbiResult<ModuleInstanceBox> {
-    containment::contain(
+    abi::containment::contain(
         "creating the module",
         || {
             let host = Arc::new(host);
-            logging::install(host.clone());
-            instance::Instance::create(config, host).map(instance::Instance::into_abi).into()
+            abi::logging::install(host.clone());
+            abi::instance::Instance::create(config, host).map(abi::instance::Instance::into_abi).into()
         },
         RResult::RErr,
     )

@@ -1,8 +1,9 @@
 //! Apps on the 2026-07-28 revision (discover-first sessions) send list changes only on a
-//! `subscriptions/listen` stream the gateway keeps open (mcpapp-plugin/src/subscriptions.rs): the
-//! gateway still learns that an app's tools changed (its `/tools` registry refreshes), the
-//! browser proxy's clients still get the notification (without the gateway's own subscription
-//! id), and stopping the gateway stays quiet. Over stdio and over Streamable HTTP.
+//! `subscriptions/listen` stream the gateway keeps open
+//! (mcpapp-plugin/src/upstream/subscriptions.rs): the gateway still learns that an app's tools
+//! changed (its `/tools` registry refreshes), the browser proxy's clients still get the
+//! notification (without the gateway's own subscription id), and stopping the gateway stays
+//! quiet. Over stdio and over Streamable HTTP.
 
 mod support;
 

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use host_abi::jsonrpc;
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -343,8 +344,8 @@ impl Chat {
                     }
                     send(Frame::Input { input_id: input_id.clone(), method: method.clone(), params });
                     let answer = tokio::select! {
-                        answer = rx => answer.unwrap_or_else(|_| Err(error_object(-32603, "the question was withdrawn"))),
-                        _ = cancel.cancelled() => Err(error_object(-32603, "the turn was cancelled")),
+                        answer = rx => answer.unwrap_or_else(|_| Err(error_object(jsonrpc::INTERNAL_ERROR, "the question was withdrawn"))),
+                        _ = cancel.cancelled() => Err(error_object(jsonrpc::INTERNAL_ERROR, "the turn was cancelled")),
                     };
                     self.inputs.0.lock().remove(&input_id);
                     if let Err(e) = self.store.forget_input(session_id, &input_id).await {

@@ -56,7 +56,7 @@ pub async fn swap_module(State(state): State<Arc<GatewayState>>, headers: Header
             format!("{} is the module serving now (a library is loaded once per path: give each build its own file name)", path.display()),
         );
     }
-    let config = crate::serve::module_config(&state.settings);
+    let config = crate::gateway_config::module_config(&state.settings);
     match state.module.swap(&path, config, drain_bound(&state)).await {
         Ok(record) => Json(json!({ "ok": true, "module": state.module.summary(), "swap": record })).into_response(),
         Err(e) => swap_refusal(&e),

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::response::{IntoResponse, Response};
-use host_abi::{event_kind, AbiError};
+use host_abi::{event_kind, jsonrpc, AbiError};
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
@@ -50,13 +50,10 @@ use super::mcp_tasks::Tasks;
 use super::GatewayState;
 use crate::module_host::ModuleHost;
 use crate::relay::Parked;
-use crate::serve::GATEWAY_VERSION;
+use crate::gateway_config::GATEWAY_VERSION;
 
 /// Request bodies larger than this are refused with 413 unless `Gateway.MaxRequestBytes` says otherwise.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-
-/// JSON-RPC error code for an unknown or not-Running app (the module uses the same).
-const APP_UNAVAILABLE: i32 = -32002;
 
 /// What a forwarded request came back as: the app's JSON-RPC response text.
 type Forwarded = Result<Option<String>, AbiError>;
@@ -134,7 +131,7 @@ fn target_of(extensions: &rmcp::model::Extensions) -> Result<AppTarget, ErrorDat
 }
 
 fn app_error(app_id: &str, message: String, state: Value) -> ErrorData {
-    ErrorData::new(rmcp::model::ErrorCode(APP_UNAVAILABLE), message, Some(json!({ "appId": app_id, "state": state })))
+    ErrorData::new(rmcp::model::ErrorCode(jsonrpc::APP_UNAVAILABLE), message, Some(json!({ "appId": app_id, "state": state })))
 }
 
 /// A result as rmcp's type for it. A result is complete when it arrives here (the relay resolved
@@ -240,7 +237,7 @@ impl AppsMcp {
         if !meta.is_empty() {
             params.insert("_meta".into(), Value::Object(meta));
         }
-        let message = json!({ "jsonrpc": "2.0", "id": context.id, "method": method, "params": params });
+        let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": context.id, "method": method, "params": params });
         let extra = mcp_relay::relay_extra(context);
         let call_id = self.module.next_call_id();
         let module = self.module.clone();
@@ -328,7 +325,7 @@ impl AppsMcp {
     }
 
     async fn upstream_subscription(&self, context: &RequestContext<RoleServer>, app_id: &str, method: &str, uri: &str) {
-        let message = json!({ "jsonrpc": "2.0", "id": format!("gw-{method}"), "method": method, "params": { "uri": uri } });
+        let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": format!("gw-{method}"), "method": method, "params": { "uri": uri } });
         let session_id = target_of(&context.extensions).map(|t| t.session_id).unwrap_or_default();
         match self.module.forward(app_id, &message, &session_id).await {
             Ok(Some(answer)) if answer.contains("\"error\"") => tracing::debug!(app = app_id, "{method} {uri}: {answer}"),

@@ -43,7 +43,7 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
     Json(json!({
         "ok": true,
         "name": "gateway-host",
-        "version": crate::serve::GATEWAY_VERSION,
+        "version": crate::gateway_config::GATEWAY_VERSION,
         "mcp": listing.featured_mcp,
         "sandbox": state.sandbox.origin(&headers),
         "apps": listing.apps,

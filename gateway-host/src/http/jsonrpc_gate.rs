@@ -17,6 +17,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use host_abi::jsonrpc;
 use serde_json::{json, Value};
 
 /// The largest body accepted.
@@ -32,7 +33,7 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
         Ok(bytes) => bytes,
         Err(_) => {
             let message = format!("request body exceeds {limit} bytes (Gateway.MaxRequestBytes)");
-            let mut response = refuse(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, -32600, message);
+            let mut response = refuse(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, jsonrpc::INVALID_REQUEST, message);
             // The rest of the body is never read: the connection cannot carry another request.
             response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
             return response;
@@ -40,28 +41,28 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
     };
     let message: Value = match serde_json::from_slice(&bytes) {
         Ok(value) => value,
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, -32700, format!("Parse error: {e}")),
+        Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     match &message {
         Value::Array(_) => {
             let text = "Invalid Request: JSON-RPC batches are not part of MCP since 2025-06-18; send one message per POST";
-            return refuse(StatusCode::BAD_REQUEST, &Value::Null, -32600, text.to_string());
+            return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text.to_string());
         }
         Value::Object(_) => {
             if let Err(e) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message.clone()) {
-                return refuse(StatusCode::BAD_REQUEST, &id, -32600, format!("Invalid Request: not a JSON-RPC message an MCP client sends ({e})"));
+                return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: not a JSON-RPC message an MCP client sends ({e})"));
             }
         }
         _ => {
             let text = "Invalid Request: expected a JSON-RPC message (an object)";
-            return refuse(StatusCode::BAD_REQUEST, &Value::Null, -32600, text.to_string());
+            return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text.to_string());
         }
     }
     next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
 
-fn refuse(status: StatusCode, id: &Value, code: i64, message: String) -> Response {
-    let body = json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } });
+fn refuse(status: StatusCode, id: &Value, code: i32, message: String) -> Response {
+    let body = json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "error": { "code": code, "message": message } });
     (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }

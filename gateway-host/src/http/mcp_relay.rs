@@ -12,6 +12,7 @@
 //!   their earlier rule: the module answers the app with an error, and the tool reports it;
 //! - the client's cancel drops the call, which cancels it in the module and at the app.
 
+use host_abi::jsonrpc;
 use rmcp::model::{ClientCapabilities, InputRequest, InputRequiredResult, ProtocolVersion, ServerNotification, ServerRequest};
 use rmcp::service::{RequestContext, RoleServer, ServiceError};
 use rmcp::ErrorData;
@@ -119,7 +120,7 @@ pub async fn drive<T: Send + 'static>(
                         // elicitation are asked for a call's sake: the call is refused, and
                         // dropping it cancels it at the app.
                         if *capability == "roots" {
-                            let error = error_object(-32601, format!("the client of this call does not support roots ('{method}' is unavailable)"));
+                            let error = error_object(jsonrpc::METHOD_NOT_FOUND, format!("the client of this call does not support roots ('{method}' is unavailable)"));
                             module.respond(call.call_id, &key, Err(error)).await;
                             continue;
                         }
@@ -133,7 +134,7 @@ pub async fn drive<T: Send + 'static>(
                             return Ok(Outcome::InputRequired(InputRequiredResult::new(Some(requests), Some(state))));
                         }
                         Err(e) => {
-                            let error = error_object(-32602, format!("'{method}' cannot be put to a 2026-07-28 client: {e}"));
+                            let error = error_object(jsonrpc::INVALID_PARAMS, format!("'{method}' cannot be put to a 2026-07-28 client: {e}"));
                             module.respond(call.call_id, &key, Err(error)).await;
                             continue;
                         }
@@ -141,13 +142,13 @@ pub async fn drive<T: Send + 'static>(
                 }
                 let answer = match serde_json::from_value::<ServerRequest>(body) {
                     Ok(request) => match context.peer.send_request(request).await {
-                        Ok(result) => serde_json::to_value(result).map_err(|e| error_object(-32603, e.to_string())),
+                        Ok(result) => serde_json::to_value(result).map_err(|e| error_object(jsonrpc::INTERNAL_ERROR, e.to_string())),
                         Err(ServiceError::McpError(e)) => {
-                            Err(serde_json::to_value(&e).unwrap_or_else(|_| error_object(-32603, e.message)))
+                            Err(serde_json::to_value(&e).unwrap_or_else(|_| error_object(jsonrpc::INTERNAL_ERROR, e.message)))
                         }
-                        Err(e) => Err(error_object(-32603, format!("the client did not answer '{method}': {e}"))),
+                        Err(e) => Err(error_object(jsonrpc::INTERNAL_ERROR, format!("the client did not answer '{method}': {e}"))),
                     },
-                    Err(e) => Err(error_object(-32602, format!("'{method}' is not a request the client can be asked: {e}"))),
+                    Err(e) => Err(error_object(jsonrpc::INVALID_PARAMS, format!("'{method}' is not a request the client can be asked: {e}"))),
                 };
                 module.respond(call.call_id, &key, answer).await;
             }

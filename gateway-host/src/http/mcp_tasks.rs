@@ -7,6 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use host_abi::jsonrpc;
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolResult, CancelTaskParams, CreateTaskResult, CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult,
@@ -143,10 +144,10 @@ async fn run_as_task<T: Send + 'static>(mut call: RelayedCall<T>, task: &TaskCon
                         match asked {
                             Ok(value) => Ok(value),
                             Err(TaskExit::Cancelled) => return Err(TaskExit::Cancelled),
-                            Err(TaskExit::Error(e)) => Err(error_object(e.code.0 as i64, e.message.to_string())),
+                            Err(TaskExit::Error(e)) => Err(error_object(e.code.0, e.message.to_string())),
                         }
                     }
-                    Err(e) => Err(error_object(-32602, format!("'{method}' cannot be put to a task's client: {e}"))),
+                    Err(e) => Err(error_object(jsonrpc::INVALID_PARAMS, format!("'{method}' cannot be put to a task's client: {e}"))),
                 };
                 module.respond(call.call_id, &key, answer).await;
             }

@@ -83,7 +83,7 @@ pub fn listen_addrs(settings: &Settings, gateway: &[SocketAddr]) -> Result<Vec<S
     let (key, addrs) = match configured {
         Some((key, urls)) => {
             let addrs =
-                crate::serve::parse_urls(&urls).map_err(|e| SandboxConfigError::Urls { key, reason: e.to_string() })?;
+                crate::gateway_config::parse_urls(&urls).map_err(|e| SandboxConfigError::Urls { key, reason: e.to_string() })?;
             (key, addrs)
         }
         None => {

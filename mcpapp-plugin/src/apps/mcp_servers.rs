@@ -15,9 +15,9 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::config::get_ci;
-use crate::install_state::{AppState, InstallState};
-use crate::manifest::{Manifest, ValidationError};
+use crate::apps::config::get_ci;
+use crate::apps::install_state::{AppState, InstallState};
+use crate::apps::manifest::{Manifest, ValidationError};
 
 /// Registry keys of standard servers carry this prefix, so they never collide with app ids (which
 /// cannot contain `:`), and the key is also the tool provider id.

@@ -16,8 +16,8 @@
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use crate::config::McpAppsConfig;
-use crate::manifest::ValidationError;
+use crate::apps::config::McpAppsConfig;
+use crate::apps::manifest::ValidationError;
 
 /// `McpApps.AllowlistSemantics`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use futures::future::join_all;
 use parking_lot::RwLock;
 use serde_json::{json, Value};
 
-use crate::app_server::{AppContext, AppKind, AppServer};
-use crate::config::McpAppsConfig;
-use crate::discovery::{self, DiscoveryReport};
-use crate::install_state::AppState;
+use crate::apps::config::McpAppsConfig;
+use crate::apps::discovery::{self, DiscoveryReport};
+use crate::apps::install_state::AppState;
+use crate::upstream::app_server::{AppContext, AppKind, AppServer};
 
 pub struct Registry {
     ctx: Arc<AppContext>,
@@ -63,7 +63,7 @@ impl Registry {
     pub async fn reload(&self, explicit: bool) -> Value {
         let _guard = self.reload_lock.lock().await;
         let report = tokio::task::block_in_place(|| self.discover());
-        let servers = crate::mcp_servers::installs(&self.root_config, &self.config_dir);
+        let servers = crate::apps::mcp_servers::installs(&self.root_config, &self.config_dir);
         let found = report
             .apps
             .iter()

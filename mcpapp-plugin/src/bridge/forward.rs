@@ -5,12 +5,17 @@
 //! unprefixed). Two rules are the host's to enforce (MCP Apps spec): a browser may only call
 //! tools visible to apps, and the browser's `sessionId` is injected into `tools/call`'s `_meta`.
 
+use std::sync::Arc;
+
+use host_abi::{jsonrpc, ForwardRequest};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::app_server::{AppKind, CallError};
-use crate::instance::Core;
-use crate::upstream::UpstreamError;
+use crate::abi::events::EventSink;
+use crate::apps::registry::Registry;
+use crate::upstream::app_server::{AppKind, CallError};
+use crate::upstream::relay::Relays;
+use crate::upstream::upstream::UpstreamError;
 
 /// Methods forwarded to apps.
 pub const FORWARDED_METHODS: &[&str] = &[
@@ -28,46 +33,32 @@ pub const FORWARDED_METHODS: &[&str] = &[
     "ping",
 ];
 
-/// JSON-RPC error codes used by the proxy.
-pub mod code {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const INTERNAL_ERROR: i64 = -32603;
-    /// The app is unknown or not Running.
-    pub const APP_UNAVAILABLE: i64 = -32002;
-    /// The upstream request timed out or the app was lost mid-call.
-    pub const UPSTREAM_FAILED: i64 = -32001;
-}
-
-fn error_response(id: &Value, code: i64, message: impl Into<String>, data: Option<Value>) -> Value {
+fn error_response(id: &Value, code: i32, message: impl Into<String>, data: Option<Value>) -> Value {
     let mut error = json!({ "code": code, "message": message.into() });
     if let Some(d) = data {
         error["data"] = d;
     }
-    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+    json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "error": error })
 }
 
 /// Forwards one message; returns the JSON-RPC response, or `None` for a notification.
 pub async fn forward(
-    core: &Core,
-    call_id: u64,
-    app_id: &str,
-    message_json: &str,
-    session_id: &str,
-    extra_json: &str,
+    registry: &Registry,
+    relays: &Arc<Relays>,
+    events: &EventSink,
+    request: &ForwardRequest,
     cancel: &CancellationToken,
 ) -> Option<Value> {
-    let registry = &core.registry;
+    let (call_id, app_id, message_json) = (request.call_id, request.app_id.as_str(), request.message_json.as_str());
+    let (session_id, extra_json) = (request.session_id.as_str(), request.extra_json.as_str());
     let message: Value = match serde_json::from_str(message_json) {
         Ok(m) => m,
-        Err(e) => return Some(error_response(&Value::Null, code::PARSE_ERROR, format!("Parse error: {e}"), None)),
+        Err(e) => return Some(error_response(&Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}"), None)),
     };
     let id = message.get("id").cloned();
     let Some(method) = message.get("method").and_then(Value::as_str) else {
         let id = id.unwrap_or(Value::Null);
-        return Some(error_response(&id, code::INVALID_REQUEST, "Invalid Request: no method", None));
+        return Some(error_response(&id, jsonrpc::INVALID_REQUEST, "Invalid Request: no method", None));
     };
     let Some(id) = id else {
         // Notifications from the browser (initialized, cancelled…) concern the gateway's own
@@ -75,23 +66,23 @@ pub async fn forward(
         tracing::debug!(app = app_id, "not forwarding notification {method}");
         return None;
     };
-    if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Some(error_response(&id, code::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", None));
+    if message.get("jsonrpc").and_then(Value::as_str) != Some(jsonrpc::VERSION) {
+        return Some(error_response(&id, jsonrpc::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", None));
     }
     let Some(app) = registry.app(app_id).filter(|a| a.kind == AppKind::App) else {
         return Some(error_response(
             &id,
-            code::APP_UNAVAILABLE,
+            jsonrpc::APP_UNAVAILABLE,
             format!("Unknown McpApp '{app_id}'"),
             Some(json!({ "appId": app_id, "state": Value::Null })),
         ));
     };
     if !FORWARDED_METHODS.contains(&method) {
-        return Some(error_response(&id, code::METHOD_NOT_FOUND, format!("Method not found: '{method}' is not forwarded to apps"), None));
+        return Some(error_response(&id, jsonrpc::METHOD_NOT_FOUND, format!("Method not found: '{method}' is not forwarded to apps"), None));
     }
     let mut params = message.get("params").cloned();
     if params.as_ref().is_some_and(|p| !p.is_object() && !p.is_null()) {
-        return Some(error_response(&id, code::INVALID_PARAMS, "Invalid params: params must be an object", None));
+        return Some(error_response(&id, jsonrpc::INVALID_PARAMS, "Invalid params: params must be an object", None));
     }
     if method == "tools/call" {
         let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
@@ -100,7 +91,7 @@ pub async fn forward(
                 if !tool.visible_to_app {
                     return Some(error_response(
                         &id,
-                        code::INVALID_PARAMS,
+                        jsonrpc::INVALID_PARAMS,
                         format!("Tool '{name}' of McpApp '{app_id}' is not visible to apps (its _meta.ui.visibility lacks \"app\")"),
                         None,
                     ));
@@ -117,12 +108,12 @@ pub async fn forward(
     }
     let params = params.filter(|p| !p.is_null());
     let meta = params.as_ref().and_then(|p| p.get("_meta"));
-    let relay = core.relays.register(call_id, app_id, extra_json, meta, &core.events);
+    let relay = relays.register(call_id, app_id, extra_json, meta, events);
     Some(match app.request(method, params, cancel, relay.as_ref().map(|r| &*r.call)).await {
-        Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+        Ok(result) => json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "result": result }),
         Err(CallError::NotRunning { app, state }) => error_response(
             &id,
-            code::APP_UNAVAILABLE,
+            jsonrpc::APP_UNAVAILABLE,
             format!("McpApp '{app}' is not running (state: {state})"),
             Some(json!({ "appId": app, "state": state.as_str() })),
         ),
@@ -131,10 +122,10 @@ pub async fn forward(
             if let Some(d) = data {
                 error["data"] = d;
             }
-            json!({ "jsonrpc": "2.0", "id": id, "error": error })
+            json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "error": error })
         }
         Err(e @ (CallError::Lost { .. } | CallError::Cancelled { .. } | CallError::Upstream { .. })) => {
-            error_response(&id, code::UPSTREAM_FAILED, e.to_string(), Some(json!({ "appId": app_id })))
+            error_response(&id, jsonrpc::UPSTREAM_FAILED, e.to_string(), Some(json!({ "appId": app_id })))
         }
     })
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RString, RVec};
 use host_abi::payloads::{Respond, Responded, ValidateParams};
+use host_abi::jsonrpc;
 use host_abi::{
     error_code, AbiError, AbiFuture, AppDescriptor, ForwardRequest, ForwardResponse, HostSinkBox, ModuleConfig,
     ModuleInfo, ModuleInstance, ModuleInstanceBox, ModuleInstance_TO, ToolCallOutcome, ToolCallRequest, ToolDescriptor,
@@ -18,16 +19,16 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::app_server::{AppContext, AppServer};
-use crate::calls::{CancelOutcome, Calls, NO_CALL_ID};
-use crate::config::{McpAppsConfig, McpCompatibility};
-use crate::containment::contain;
-use crate::events::EventSink;
-use crate::faults::{Faults, Site};
-use crate::registry::Registry;
-use crate::relay::Relays;
-use crate::runtime::{ready_err, ModuleRuntime, ShutdownError, Tasks};
-use crate::watcher::ManifestWatcher;
+use crate::abi::calls::{CancelOutcome, Calls, NO_CALL_ID};
+use crate::abi::containment::contain;
+use crate::abi::events::EventSink;
+use crate::abi::faults::{Faults, Site};
+use crate::abi::runtime::{ready_err, ModuleRuntime, ShutdownError, Tasks};
+use crate::apps::config::{McpAppsConfig, McpCompatibility};
+use crate::apps::registry::Registry;
+use crate::apps::watcher::ManifestWatcher;
+use crate::upstream::app_server::{AppContext, AppServer};
+use crate::upstream::relay::Relays;
 
 /// How long a shutdown waits for the apps to stop before their processes are killed with the
 /// runtime.
@@ -73,7 +74,7 @@ impl Core {
                 APPS_STOP_BOUND.as_secs()
             );
         }
-        crate::logging::uninstall();
+        crate::abi::logging::uninstall();
     }
 }
 
@@ -118,7 +119,7 @@ impl Instance {
         });
         if watch {
             let weak: Weak<Core> = Arc::downgrade(&core);
-            let watcher = crate::watcher::watch(&watch_paths, &core.tasks, move || {
+            let watcher = crate::apps::watcher::watch(&watch_paths, &core.tasks, move || {
                 let weak = weak.clone();
                 async move {
                     if let Some(core) = weak.upgrade() {
@@ -204,7 +205,7 @@ pub fn app_descriptor(app: &AppServer) -> AppDescriptor {
     let live_catalog = app.catalog();
     let m = st.manifest.as_ref();
     // What the running app declares wins over the manifest (SPEC R19).
-    let (has_ui, ui_resource_uri) = crate::catalog::ui_of(
+    let (has_ui, ui_resource_uri) = crate::upstream::catalog::ui_of(
         live_catalog.as_ref(),
         m.is_some_and(|m| m.has_ui),
         m.and_then(|m| m.ui_resource_uri.as_deref()),
@@ -275,7 +276,7 @@ impl ModuleInstance for Instance {
 
     fn list_tools(&self) -> AbiFuture<RVec<ToolDescriptor>> {
         self.call("list_tools", NO_CALL_ID, |core, _| async move {
-            Ok(crate::tool_bridge::descriptors(&core.registry.apps(), &core.clashes_reported).into())
+            Ok(crate::bridge::tool_bridge::descriptors(&core.registry.apps(), &core.clashes_reported).into())
         })
     }
 
@@ -286,7 +287,7 @@ impl ModuleInstance for Instance {
             let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
             let relay =
                 core.relays.register(request.call_id, &app.key, request.extra_json.as_str(), meta.as_ref(), &core.events);
-            Ok(crate::tool_bridge::call(
+            Ok(crate::bridge::tool_bridge::call(
                 &app,
                 request.tool_name.as_str(),
                 request.arguments_json.as_str(),
@@ -301,16 +302,8 @@ impl ModuleInstance for Instance {
     fn forward(&self, request: ForwardRequest) -> AbiFuture<ForwardResponse> {
         let call_id = request.call_id;
         self.call("forward", call_id, move |core, cancel| async move {
-            let response = crate::forward::forward(
-                &core,
-                request.call_id,
-                request.app_id.as_str(),
-                request.message_json.as_str(),
-                request.session_id.as_str(),
-                request.extra_json.as_str(),
-                &cancel,
-            )
-            .await;
+            let response =
+                crate::bridge::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await;
             Ok(ForwardResponse {
                 message_json: response.map(|r| r.to_string()).unwrap_or_default().into(),
                 extra_json: "{}".into(),
@@ -378,7 +371,7 @@ async fn invoke(core: &Core, method: &str, params: &str, cancel: &CancellationTo
         // Validates manifest files (`gateway-host validate`): every problem with its field.
         host_abi::payloads::VALIDATE => {
             let ValidateParams { paths } = serde_json::from_value(params.clone()).unwrap_or_default();
-            let results = tokio::task::block_in_place(|| crate::validate::validate_paths(&paths, &core.host_version));
+            let results = tokio::task::block_in_place(|| crate::apps::validate::validate_paths(&paths, &core.host_version));
             Ok(Value::Array(results).to_string().into())
         }
         // The caller's client answered an app's question of a relayed call (host_abi::relay).
@@ -387,7 +380,7 @@ async fn invoke(core: &Core, method: &str, params: &str, cancel: &CancellationTo
             let answer = match (result, error) {
                 (Some(result), _) => Ok(result),
                 (None, Some(error)) => Err(rmcp::ErrorData::new(
-                    rmcp::model::ErrorCode(error.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32),
+                    rmcp::model::ErrorCode(error.get("code").and_then(Value::as_i64).map_or(jsonrpc::INTERNAL_ERROR, |c| c as i32)),
                     error.get("message").and_then(Value::as_str).unwrap_or("the client answered with an error").to_string(),
                     error.get("data").cloned(),
                 )),

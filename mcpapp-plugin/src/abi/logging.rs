@@ -5,7 +5,12 @@
 //! enabled event to the host's [`HostSink`](host_abi::HostSink) with its target preserved. The sink
 //! lives in a global slot so that a module re-created in the same process (libraries are never
 //! unloaded) forwards to the newest host sink.
+//!
+//! Targets are the module's concept names: `mcpapp_plugin::discovery`, not the source folder's
+//! `mcpapp_plugin::apps::discovery` ([`public_target`]), so `RUST_LOG` filters and log lines do
+//! not depend on how the source is grouped.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
@@ -26,7 +31,7 @@ static INSTALLED: OnceCell<()> = OnceCell::new();
 pub fn install(sink: Arc<HostSinkBox>) {
     *SINK.write() = Some(sink);
     INSTALLED.get_or_init(|| {
-        crate::containment::install_panic_hook();
+        crate::abi::containment::install_panic_hook();
         let subscriber = tracing_subscriber::registry().with(HostForwardLayer);
         if tracing::subscriber::set_global_default(subscriber).is_err() {
             // Only possible if something else in this library set one first; logs still flow
@@ -55,6 +60,25 @@ fn level_of(level: &Level) -> LogLevel {
     }
 }
 
+/// The source folders (layers) under the crate root: left out of the targets the host sees.
+const LAYERS: &[&str] = &["abi", "apps", "bridge", "upstream"];
+
+/// `mcpapp_plugin::apps::discovery` → `mcpapp_plugin::discovery`: a target inside one of this
+/// crate's layer folders loses the folder; any other target (explicit ones such as
+/// `mcpapp_plugin::app_output`, other crates') is passed as it is.
+pub fn public_target(target: &str) -> Cow<'_, str> {
+    if let Some((krate, rest)) = target.split_once("::") {
+        if krate == env!("CARGO_CRATE_NAME") {
+            if let Some((layer, name)) = rest.split_once("::") {
+                if LAYERS.contains(&layer) {
+                    return Cow::Owned(format!("{krate}::{name}"));
+                }
+            }
+        }
+    }
+    Cow::Borrowed(target)
+}
+
 struct HostForwardLayer;
 
 impl<S: Subscriber> Layer<S> for HostForwardLayer {
@@ -65,7 +89,7 @@ impl<S: Subscriber> Layer<S> for HostForwardLayer {
 
     fn enabled(&self, metadata: &Metadata<'_>, _: Context<'_, S>) -> bool {
         match current_sink() {
-            Some(sink) => sink.log_enabled(level_of(metadata.level()), metadata.target().into()),
+            Some(sink) => sink.log_enabled(level_of(metadata.level()), public_target(metadata.target()).as_ref().into()),
             None => false,
         }
     }
@@ -77,7 +101,7 @@ impl<S: Subscriber> Layer<S> for HostForwardLayer {
         let meta = event.metadata();
         sink.log(LogRecord {
             level: level_of(meta.level()),
-            target: meta.target().into(),
+            target: public_target(meta.target()).as_ref().into(),
             message: visitor.message.into(),
             fields_json: Value::Object(visitor.fields).to_string().into(),
         });
@@ -113,5 +137,21 @@ impl Visit for FieldCollector {
         } else {
             self.fields.insert(field.name().to_string(), Value::from(format!("{value:?}")));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::public_target;
+
+    #[test]
+    fn targets_leave_out_the_layer_folder() {
+        assert_eq!(public_target(module_path!()), "mcpapp_plugin::logging::tests");
+        assert_eq!(public_target("mcpapp_plugin::apps::discovery"), "mcpapp_plugin::discovery");
+        assert_eq!(public_target("mcpapp_plugin::abi::instance"), "mcpapp_plugin::instance");
+        assert_eq!(public_target("mcpapp_plugin::app_output"), "mcpapp_plugin::app_output");
+        assert_eq!(public_target("mcpapp_plugin"), "mcpapp_plugin");
+        assert_eq!(public_target("rmcp::service::client"), "rmcp::service::client");
+        assert_eq!(public_target("other::apps::x"), "other::apps::x");
     }
 }

@@ -15,22 +15,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt as _;
+use host_abi::jsonrpc;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{self, Catalog};
-use crate::containment::panic_message;
-use crate::events::EventSink;
-use crate::faults::{Faults, Site};
-use crate::install_state::{AppState, InstallState};
-use crate::manifest::{Manifest, Transport};
-use crate::process::AppProcess;
-use crate::relay::{CallRelay, Relays};
-use crate::runtime::Tasks;
-use crate::subscriptions::{Listener, SubscribeError, SubscribedUris};
-use crate::upstream::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
+use crate::abi::containment::panic_message;
+use crate::abi::events::EventSink;
+use crate::abi::faults::{Faults, Site};
+use crate::abi::runtime::Tasks;
+use crate::apps::install_state::{AppState, InstallState};
+use crate::apps::manifest::{Manifest, Transport};
+use crate::upstream::catalog::{self, Catalog};
+use crate::upstream::process::AppProcess;
+use crate::upstream::relay::{CallRelay, Relays};
+use crate::upstream::subscriptions::{Listener, SubscribeError, SubscribedUris};
+use crate::upstream::upstream::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
 
 /// Crash-loop cap (SPEC R17): this many losses within [`CRASH_WINDOW`] keep the app Failed until an
 /// explicit start or reload.
@@ -274,7 +275,7 @@ impl AppServer {
                 &self.ctx.host_version,
             )
         };
-        let spawn_err = |e: crate::process::SpawnError| UpstreamError::Connect(e.to_string());
+        let spawn_err = |e: crate::upstream::process::SpawnError| UpstreamError::Connect(e.to_string());
         let (service, process) = match manifest.transport {
             Transport::Stdio => {
                 let mut process = AppProcess::spawn(manifest, &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
@@ -562,7 +563,7 @@ impl AppServer {
             source: UpstreamError::Remote { code, message, data: None },
         };
         let Some(uri) = params.and_then(|p| p.get("uri")).and_then(Value::as_str) else {
-            return Err(refuse(rmcp::model::ErrorCode::INVALID_PARAMS.0, format!("Invalid params: {method} needs a string 'uri'")));
+            return Err(refuse(jsonrpc::INVALID_PARAMS, format!("Invalid params: {method} needs a string 'uri'")));
         };
         let subscribe = method == "resources/subscribe";
         let outcome = tokio::select! {
@@ -572,11 +573,11 @@ impl AppServer {
         match outcome {
             Ok(()) => Ok(json!({})),
             Err(SubscribeError::Unsupported) => Err(refuse(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND.0,
+                jsonrpc::METHOD_NOT_FOUND,
                 format!("Method not found: McpApp '{}' does not support resource subscriptions", self.key),
             )),
             Err(SubscribeError::NotAccepted(uri)) => Err(refuse(
-                rmcp::model::ErrorCode::INVALID_PARAMS.0,
+                jsonrpc::INVALID_PARAMS,
                 format!("McpApp '{}' did not accept a subscription to '{uri}'", self.key),
             )),
             Err(SubscribeError::Failed(why)) => Err(CallError::Lost { app: self.key.clone(), reason: format!("subscribing to '{uri}' failed: {why}") }),
@@ -610,7 +611,7 @@ impl AppServer {
                 "failed" => {
                     let error = task.get("error").cloned().unwrap_or(Value::Null);
                     return Err(upstream(UpstreamError::Remote {
-                        code: error.get("code").and_then(Value::as_i64).unwrap_or(-32603) as i32,
+                        code: error.get("code").and_then(Value::as_i64).map_or(jsonrpc::INTERNAL_ERROR, |c| c as i32),
                         message: error.get("message").and_then(Value::as_str).unwrap_or("the app's task failed").to_string(),
                         data: error.get("data").cloned(),
                     }));
@@ -677,13 +678,13 @@ impl AppServer {
                 a = relay.ask(&asked, asked_params) => a,
                 _ = cancel.cancelled() => return Err(CallError::Cancelled { app: self.key.clone() }),
             };
-            let value = answer.map_err(|e| match crate::relay::capability_for(&asked).filter(|c| !relay.client_supports(c)) {
+            let value = answer.map_err(|e| match crate::upstream::relay::capability_for(&asked).filter(|c| !relay.client_supports(c)) {
                 // The revision's "missing required client capability" (-32021), whatever the
                 // client's revision: no earlier code says it, and it is not a lost app.
                 Some(capability) => CallError::Upstream {
                     app: self.key.clone(),
                     source: UpstreamError::Remote {
-                        code: rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0,
+                        code: jsonrpc::MISSING_REQUIRED_CLIENT_CAPABILITY,
                         message: format!("'{method}' needs '{asked}' from the client, which did not declare {capability}"),
                         data: Some(json!({ "requiredCapabilities": { capability: {} } })),
                     },

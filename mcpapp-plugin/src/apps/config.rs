@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::manifest::{invalid_transport_error, json_to_u64, json_type_name, Transport, ValidationError};
+use crate::apps::manifest::{invalid_transport_error, json_to_u64, json_type_name, Manifest, Transport, ValidationError};
 
 
 /// Default discovery path, relative to the config file's folder.
@@ -56,6 +56,50 @@ pub struct EntryOverride {
     /// app's validation errors, so the app goes Failed rather than running with a half-applied override.
     #[serde(skip)]
     pub errors: Vec<ValidationError>,
+}
+
+impl EntryOverride {
+    /// R14: the effective manifest, `manifest` with this entry applied. Scalars in the entry
+    /// replace the manifest's; `Environment` and `Headers` are merged over the manifest's (header
+    /// names case-insensitively). `Enabled` is not a manifest property; it is applied by the policy.
+    pub fn apply_to(&self, manifest: &Manifest) -> Manifest {
+        let entry = self;
+        let mut m = manifest.clone();
+        if let Some(t) = entry.transport {
+            m.transport = t;
+        }
+        if let Some(c) = &entry.command {
+            m.command = Some(c.clone());
+        }
+        if let Some(a) = &entry.arguments {
+            m.arguments = a.clone();
+        }
+        if let Some(u) = &entry.url {
+            m.url = Some(u.clone());
+        }
+        if let Some(p) = &entry.tool_name_prefix {
+            m.tool_name_prefix = Some(p.clone());
+        }
+        if let Some(s) = entry.startup_timeout_seconds {
+            m.startup_timeout_seconds = s;
+        }
+        if let Some(s) = entry.request_timeout_seconds {
+            m.request_timeout_seconds = s;
+        }
+        if let Some(s) = entry.health_check_interval_seconds {
+            m.health_check_interval_seconds = s;
+        }
+        if let Some(wd) = &entry.working_directory {
+            m.working_directory = Some(wd.clone());
+        }
+        for (k, v) in &entry.environment {
+            m.environment.insert(k.clone(), v.clone());
+        }
+        for (k, v) in &entry.headers {
+            m.headers.insert(k.to_ascii_lowercase(), v.clone());
+        }
+        m
+    }
 }
 
 /// The `McpApps` section.
@@ -292,7 +336,7 @@ fn read_entry(obj: &Map<String, Value>, field: &str) -> EntryOverride {
         parsed
     });
     let headers = r.string_map("Headers").map(|h| {
-        crate::manifest::normalize_headers(&format!("{field}.Headers"), h, r.errors)
+        crate::apps::manifest::normalize_headers(&format!("{field}.Headers"), h, r.errors)
     });
     let mut entry = EntryOverride {
         enabled: r.bool("Enabled"),
@@ -635,4 +679,62 @@ mod tests {
         assert_eq!(resolve_path("../up", &d), PathBuf::from("/etc/gw/../up"));
     }
 
+
+    fn parse_manifest(v: Value) -> crate::apps::manifest::ParsedManifest {
+        Manifest::parse(&v.to_string(), Path::new("/apps/x/openclaw.mcpapp.json")).expect("json object")
+    }
+
+    #[test]
+    fn overrides_set_the_health_check_interval() {
+        let off = parse_manifest(json!({"id": "a", "transport": "http", "url": "http://h/mcp", "healthCheckIntervalSeconds": 0}));
+        let e = EntryOverride { health_check_interval_seconds: Some(1), ..Default::default() };
+        assert_eq!(e.apply_to(&off.manifest).health_check_interval_seconds, 1);
+    }
+
+    #[test]
+    fn overrides_replace_scalars_and_merge_maps() {
+        let m = parse_manifest(json!({
+            "id": "a", "transport": "stdio", "command": "old", "arguments": ["1"],
+            "environment": {"KEEP": "k", "OVER": "m"}, "headers": {"X-Keep": "k", "X-Over": "m"},
+            "toolNamePrefix": "a.", "startupTimeoutSeconds": 5, "requestTimeoutSeconds": 6
+        }))
+        .manifest;
+        let entry = EntryOverride {
+            transport: Some(Transport::Http),
+            command: Some("new".into()),
+            arguments: Some(vec!["2".into(), "3".into()]),
+            url: Some("http://h/mcp".into()),
+            tool_name_prefix: Some("b.".into()),
+            startup_timeout_seconds: Some(7),
+            request_timeout_seconds: Some(8),
+            working_directory: Some("wd".into()),
+            environment: [("OVER".to_string(), "e".to_string()), ("NEW".to_string(), "n".to_string())].into(),
+            headers: [("x-over".to_string(), "e".to_string()), ("X-New".to_string(), "n".to_string())].into(),
+            ..Default::default()
+        };
+        let e = entry.apply_to(&m);
+        assert_eq!(e.transport, Transport::Http);
+        assert_eq!(e.command.as_deref(), Some("new"));
+        assert_eq!(e.arguments, ["2", "3"]);
+        assert_eq!(e.url.as_deref(), Some("http://h/mcp"));
+        assert_eq!(e.tool_name_prefix.as_deref(), Some("b."));
+        assert_eq!((e.startup_timeout_seconds, e.request_timeout_seconds), (7, 8));
+        assert_eq!(e.resolved_working_dir(), PathBuf::from("/apps/x/wd"));
+        let env: Vec<_> = e.environment.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        assert_eq!(env, ["KEEP=k", "NEW=n", "OVER=e"]);
+        let hdr: Vec<_> = e.headers.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        assert_eq!(hdr, ["x-keep=k", "x-new=n", "x-over=e"]);
+        assert!(e.validate().is_empty());
+        // An empty override changes nothing.
+        assert_eq!(EntryOverride::default().apply_to(&m), m);
+    }
+
+    #[test]
+    fn override_can_supply_missing_url() {
+        let m = parse_manifest(json!({"id": "a", "transport": "http"})).manifest;
+        let fields: Vec<_> = m.validate().into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["url"]);
+        let entry = EntryOverride { url: Some("https://h/mcp".into()), ..Default::default() };
+        assert!(entry.apply_to(&m).validate().is_empty());
+    }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use notify::{RecursiveMode, Watcher as _};
 use tokio::sync::mpsc;
 
-use crate::manifest::MANIFEST_FILE_NAME;
-use crate::runtime::Tasks;
+use crate::abi::runtime::Tasks;
+use crate::apps::manifest::MANIFEST_FILE_NAME;
 
 /// Quiet period after the last change before reloading: editors write files in several steps.
 pub const DEBOUNCE: Duration = Duration::from_millis(500);

@@ -25,10 +25,10 @@ use std::ffi::OsString;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::config::McpAppsConfig;
-use crate::install_state::{AppState, InstallState};
-use crate::manifest::{read_manifest_text, Manifest, ValidationError, MANIFEST_FILE_NAME};
-use crate::policy::{AppPolicy, PolicyDecision};
+use crate::apps::config::McpAppsConfig;
+use crate::apps::install_state::{AppState, InstallState};
+use crate::apps::manifest::{read_manifest_text, Manifest, ValidationError, MANIFEST_FILE_NAME};
+use crate::apps::policy::{AppPolicy, PolicyDecision};
 
 /// Folder names never descended into (see the module docs).
 pub const SKIPPED_DIR_NAMES: &[&str] = &["node_modules", ".git"];
@@ -133,7 +133,7 @@ pub fn load_app(path: &Path, config: &McpAppsConfig, policy: &AppPolicy, host_ve
     }
     let entry = config.entry_for(&id);
     let effective = match entry {
-        Some(e) => parsed.manifest.with_overrides(e),
+        Some(e) => e.apply_to(&parsed.manifest),
         None => parsed.manifest.clone(),
     };
 
@@ -365,7 +365,7 @@ fn find_manifest_files_with(roots: &[PathBuf], lister: Lister<'_>) -> (Vec<PathB
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::EntryOverride;
+    use crate::apps::config::EntryOverride;
     use std::fs;
     use std::time::Instant;
 
@@ -628,7 +628,7 @@ mod tests {
         }
         impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
             fn on_event(&self, e: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-                if *e.metadata().level() == tracing::Level::INFO && e.metadata().target() == "mcpapp_plugin::discovery" {
+                if *e.metadata().level() == tracing::Level::INFO && e.metadata().target() == "mcpapp_plugin::apps::discovery" {
                     let mut s = String::new();
                     e.record(&mut V(&mut s));
                     self.0.lock().unwrap().push(s);

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::discovery::find_manifest_files;
-use crate::manifest::Manifest;
+use crate::apps::discovery::find_manifest_files;
+use crate::apps::manifest::Manifest;
 
 /// One JSON result per manifest: `{path, id, valid, errors: ["field: message"], warnings}`.
 pub fn validate_paths(paths: &[String], host_version: &str) -> Vec<Value> {

@@ -29,8 +29,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::runtime::Tasks;
-use crate::upstream::{Notifier, Session, UpstreamSignal};
+use crate::abi::runtime::Tasks;
+use crate::upstream::upstream::{Notifier, Session, UpstreamSignal};
 
 /// The resource URIs an app's clients subscribed to (through the browser proxy).
 pub type SubscribedUris = Arc<Mutex<BTreeSet<String>>>;

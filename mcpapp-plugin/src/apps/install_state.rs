@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Every transition is checked against [`AppState::can_transition_to`], logged at info level
-//! (target = this module's path) and recorded with its time, so `/apps/health` and the logs can tell
+//! (target `mcpapp_plugin::install_state`) and recorded with its time, so `/apps/health` and the logs can tell
 //! *when* an app went Failed and why. Restarts are legal: Failed/Stopped → Loaded/Running.
 //! Re-validation on reload is legal from Stopped, Failed and Disabled.
 
@@ -17,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Serialize, Serializer};
 
-use crate::manifest::{Manifest, ManifestFingerprint, ValidationError};
+use crate::apps::manifest::{Manifest, ManifestFingerprint, ValidationError};
 
 /// Transitions kept per app; older ones are dropped so a long-lived, often-restarted app does not grow
 /// without bound.
@@ -200,9 +200,9 @@ impl InstallState {
     }
 }
 
-/// Applies `Entries` overrides (R14); see [`Manifest::with_overrides`].
-pub fn apply_overrides(manifest: &Manifest, entry: &crate::config::EntryOverride) -> Manifest {
-    manifest.with_overrides(entry)
+/// Applies `Entries` overrides (R14); see [`EntryOverride::apply_to`](crate::apps::config::EntryOverride::apply_to).
+pub fn apply_overrides(manifest: &Manifest, entry: &crate::apps::config::EntryOverride) -> Manifest {
+    entry.apply_to(manifest)
 }
 
 fn serialize_unix_millis<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
@@ -354,7 +354,7 @@ mod tests {
         });
         let logs = cap.0.lock().unwrap();
         assert_eq!(logs.len(), 2);
-        assert_eq!(logs[0].0, "mcpapp_plugin::install_state");
+        assert_eq!(logs[0].0, "mcpapp_plugin::apps::install_state");
         assert_eq!(logs[0].1, tracing::Level::INFO);
         assert_eq!(logs[0].2, "McpApp 'a' discovered -> validated");
         assert_eq!(logs[1].2, "McpApp 'a' validated -> failed: boom");

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use host_abi::jsonrpc;
 // Sampling and roots are deprecated by SEP-2577, but apps of every revision the gateway speaks
 // still use them, and the gateway relays them faithfully.
 #[allow(deprecated)]
@@ -28,11 +29,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::EventSink;
-use crate::manifest::Manifest;
-use crate::process::AppProcess;
-use crate::ordering::{OrderGate, Seq, Sequenced};
-use crate::relay::{CallRelay, Relays};
+use crate::abi::events::EventSink;
+use crate::apps::manifest::Manifest;
+use crate::upstream::ordering::{OrderGate, Seq, Sequenced};
+use crate::upstream::process::AppProcess;
+use crate::upstream::relay::{CallRelay, Relays};
 
 /// The MCP Apps extension id and the UI MIME type (SPEC R19).
 pub const UI_EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
@@ -78,8 +79,8 @@ impl UpstreamError {
                 }
                 e
             }
-            UpstreamError::Timeout(_) => json!({ "code": -32001, "message": self.to_string() }),
-            other => json!({ "code": ErrorCode::INTERNAL_ERROR.0, "message": other.to_string() }),
+            UpstreamError::Timeout(_) => json!({ "code": jsonrpc::UPSTREAM_FAILED, "message": self.to_string() }),
+            other => json!({ "code": jsonrpc::INTERNAL_ERROR, "message": other.to_string() }),
         }
     }
 }
@@ -281,7 +282,7 @@ impl Notifier {
 fn notification_message(notification: &ServerNotification) -> Value {
     let mut message = serde_json::to_value(notification).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut message {
-        map.insert("jsonrpc".into(), json!("2.0"));
+        map.insert("jsonrpc".into(), json!(jsonrpc::VERSION));
     }
     message
 }
@@ -508,6 +509,18 @@ pub type SharedSession = Arc<Session>;
 mod tests {
     use super::*;
     use rmcp::model::GetMeta as _;
+
+    /// The shared vocabulary (`host_abi::jsonrpc`) and the protocol library's constants, which
+    /// the module uses where it builds an rmcp `ErrorData`, name the same codes.
+    #[test]
+    fn shared_jsonrpc_codes_agree_with_rmcp() {
+        assert_eq!(jsonrpc::PARSE_ERROR, ErrorCode::PARSE_ERROR.0);
+        assert_eq!(jsonrpc::INVALID_REQUEST, ErrorCode::INVALID_REQUEST.0);
+        assert_eq!(jsonrpc::METHOD_NOT_FOUND, ErrorCode::METHOD_NOT_FOUND.0);
+        assert_eq!(jsonrpc::INVALID_PARAMS, ErrorCode::INVALID_PARAMS.0);
+        assert_eq!(jsonrpc::INTERNAL_ERROR, ErrorCode::INTERNAL_ERROR.0);
+        assert_eq!(jsonrpc::MISSING_REQUIRED_CLIENT_CAPABILITY, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0);
+    }
 
     /// A notification as rmcp's client receives it off the wire, numbered by `Sequenced`.
     fn received(message: Value, seq: u64) -> ServerNotification {

@@ -60,8 +60,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::manifest::Manifest;
-use crate::runtime::Tasks;
+use crate::abi::runtime::Tasks;
+use crate::apps::manifest::Manifest;
 
 /// The variables of the gateway's environment an app inherits (when set), beside every `LC_*`
 /// variable ([`INHERITED_ENV_PREFIX`]). Everything else of the gateway's environment is withheld;
@@ -350,7 +350,7 @@ fn spawner_loop(rx: mpsc::Receiver<Message>) {
                 if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
                     tracing::error!(
                         "panic while spawning an app process: {}",
-                        crate::containment::panic_message(&*payload)
+                        crate::abi::containment::panic_message(&*payload)
                     );
                 }
             }

@@ -13,9 +13,9 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::app_server::{AppKind, AppServer, CallError};
-use crate::install_state::AppState;
-use crate::relay::CallRelay;
+use crate::apps::install_state::AppState;
+use crate::upstream::app_server::{AppKind, AppServer, CallError};
+use crate::upstream::relay::CallRelay;
 
 /// The provider id of an app's tools in the host's registry: `mcpapp:{appId}` for MCP Apps; a
 /// standard server's registry key is already `mcp:{serverId}`.
@@ -100,7 +100,7 @@ pub fn parse_arguments(text: &str) -> Result<Value, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(Value::Object(map)),
         Ok(Value::Null) => Ok(json!({})),
-        Ok(other) => Err(format!("arguments must be a JSON object, got {}", crate::manifest::json_type_name(&other))),
+        Ok(other) => Err(format!("arguments must be a JSON object, got {}", crate::apps::manifest::json_type_name(&other))),
         Err(e) => Err(format!("arguments are not valid JSON: {e}")),
     }
 }

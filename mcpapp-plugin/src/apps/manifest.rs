@@ -21,8 +21,6 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::config::EntryOverride;
-
 /// The file name discovery looks for, at any depth under a discovery path.
 pub const MANIFEST_FILE_NAME: &str = "openclaw.mcpapp.json";
 /// Default `version` when the manifest has none.
@@ -403,7 +401,8 @@ impl Manifest {
         Self::from_json_str(&text, manifest_path)
     }
 
-    /// Phase 2: the semantic rules. Run it on the effective manifest (after [`Manifest::with_overrides`]).
+    /// Phase 2: the semantic rules. Run it on the effective manifest (after the configuration's
+    /// `Entries` overrides: `config::EntryOverride::apply_to`).
     pub fn validate(&self) -> Vec<ValidationError> {
         let mut errors = Vec::new();
         validate_id(&self.id, &mut errors);
@@ -475,47 +474,6 @@ impl Manifest {
                 errors.push(ValidationError::new("url", msg));
             }
         }
-    }
-
-    /// R14: the effective manifest. Scalars in the entry replace the manifest's; `Environment` and
-    /// `Headers` are merged over the manifest's (header names case-insensitively). `Enabled` is not a
-    /// manifest property; it is applied by the policy.
-    pub fn with_overrides(&self, entry: &EntryOverride) -> Manifest {
-        let mut m = self.clone();
-        if let Some(t) = entry.transport {
-            m.transport = t;
-        }
-        if let Some(c) = &entry.command {
-            m.command = Some(c.clone());
-        }
-        if let Some(a) = &entry.arguments {
-            m.arguments = a.clone();
-        }
-        if let Some(u) = &entry.url {
-            m.url = Some(u.clone());
-        }
-        if let Some(p) = &entry.tool_name_prefix {
-            m.tool_name_prefix = Some(p.clone());
-        }
-        if let Some(s) = entry.startup_timeout_seconds {
-            m.startup_timeout_seconds = s;
-        }
-        if let Some(s) = entry.request_timeout_seconds {
-            m.request_timeout_seconds = s;
-        }
-        if let Some(s) = entry.health_check_interval_seconds {
-            m.health_check_interval_seconds = s;
-        }
-        if let Some(wd) = &entry.working_directory {
-            m.working_directory = Some(wd.clone());
-        }
-        for (k, v) in &entry.environment {
-            m.environment.insert(k.clone(), v.clone());
-        }
-        for (k, v) in &entry.headers {
-            m.headers.insert(k.to_ascii_lowercase(), v.clone());
-        }
-        m
     }
 
     /// The folder containing the manifest (`.` when the manifest has no path).
@@ -1195,7 +1153,7 @@ mod tests {
     }
 
     #[test]
-    fn health_check_interval_defaults_allows_zero_and_is_overridable() {
+    fn health_check_interval_defaults_and_allows_zero() {
         let m = parse(json!({"id": "a", "transport": "http", "url": "http://h/mcp"})).manifest;
         assert_eq!(m.health_check_interval_seconds, DEFAULT_HEALTH_CHECK_INTERVAL_SECS);
         let off = parse(json!({"id": "a", "transport": "http", "url": "http://h/mcp", "healthCheckIntervalSeconds": 0}));
@@ -1205,8 +1163,6 @@ mod tests {
             let errs = parse(json!({"id": "a", "command": "x", "healthCheckIntervalSeconds": bad})).all_errors();
             assert_eq!(fields(&errs), ["healthCheckIntervalSeconds"], "{bad}");
         }
-        let e = EntryOverride { health_check_interval_seconds: Some(1), ..Default::default() };
-        assert_eq!(off.manifest.with_overrides(&e).health_check_interval_seconds, 1);
     }
 
     #[test]
@@ -1293,57 +1249,12 @@ mod tests {
     }
 
     #[test]
-    fn overrides_replace_scalars_and_merge_maps() {
-        let m = parse(json!({
-            "id": "a", "transport": "stdio", "command": "old", "arguments": ["1"],
-            "environment": {"KEEP": "k", "OVER": "m"}, "headers": {"X-Keep": "k", "X-Over": "m"},
-            "toolNamePrefix": "a.", "startupTimeoutSeconds": 5, "requestTimeoutSeconds": 6
-        }))
-        .manifest;
-        let entry = EntryOverride {
-            transport: Some(Transport::Http),
-            command: Some("new".into()),
-            arguments: Some(vec!["2".into(), "3".into()]),
-            url: Some("http://h/mcp".into()),
-            tool_name_prefix: Some("b.".into()),
-            startup_timeout_seconds: Some(7),
-            request_timeout_seconds: Some(8),
-            working_directory: Some("wd".into()),
-            environment: [("OVER".to_string(), "e".to_string()), ("NEW".to_string(), "n".to_string())].into(),
-            headers: [("x-over".to_string(), "e".to_string()), ("X-New".to_string(), "n".to_string())].into(),
-            ..Default::default()
-        };
-        let e = m.with_overrides(&entry);
-        assert_eq!(e.transport, Transport::Http);
-        assert_eq!(e.command.as_deref(), Some("new"));
-        assert_eq!(e.arguments, ["2", "3"]);
-        assert_eq!(e.url.as_deref(), Some("http://h/mcp"));
-        assert_eq!(e.tool_name_prefix.as_deref(), Some("b."));
-        assert_eq!((e.startup_timeout_seconds, e.request_timeout_seconds), (7, 8));
-        assert_eq!(e.resolved_working_dir(), PathBuf::from("/apps/x/wd"));
-        let env: Vec<_> = e.environment.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        assert_eq!(env, ["KEEP=k", "NEW=n", "OVER=e"]);
-        let hdr: Vec<_> = e.headers.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        assert_eq!(hdr, ["x-keep=k", "x-new=n", "x-over=e"]);
-        assert!(e.validate().is_empty());
-        // An empty override changes nothing.
-        assert_eq!(m.with_overrides(&EntryOverride::default()), m);
-    }
-
-    #[test]
-    fn override_can_supply_missing_url() {
-        let m = parse(json!({"id": "a", "transport": "http"})).manifest;
-        assert_eq!(fields(&m.validate()), ["url"]);
-        let entry = EntryOverride { url: Some("https://h/mcp".into()), ..Default::default() };
-        assert!(m.with_overrides(&entry).validate().is_empty());
-    }
-
-    #[test]
     fn fingerprint_tracks_effective_changes() {
         let a = parse(json!({"id": "a", "command": "x"})).manifest;
         let b = parse(json!({"id": "a", "command": "x"})).manifest;
         assert_eq!(a.fingerprint(), b.fingerprint());
-        let c = a.with_overrides(&EntryOverride { startup_timeout_seconds: Some(3), ..Default::default() });
+        let mut c = a.clone();
+        c.startup_timeout_seconds = 3;
         assert_ne!(a.fingerprint(), c.fingerprint());
         let mut d = a.clone();
         d.manifest_path = PathBuf::from("/elsewhere/openclaw.mcpapp.json");

@@ -1,0 +1,15 @@
+//! The apps the configuration names, before any of them runs: [`manifest`] (R10) and [`config`]
+//! (R11, R14) are read, [`discovery`] (R12) finds the manifests, [`policy`] (R13) filters them,
+//! [`install_state`] (R15) is each app's lifecycle, [`mcp_servers`] (R30) adds the standard MCP
+//! servers, and [`registry`] (R21) keeps the running set in step with the disk ([`watcher`]).
+//! [`validate`] checks manifests for the `validate` command (R41).
+
+pub mod config;
+pub mod discovery;
+pub mod install_state;
+pub mod manifest;
+pub mod mcp_servers;
+pub mod policy;
+pub mod registry;
+pub mod validate;
+pub mod watcher;
