@@ -4,7 +4,7 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use host_abi::payloads::{ValidateParams, ValidationResult, VALIDATE};
+use host_abi::payloads::{Transport, ValidateParams, ValidationResult, VALIDATE};
 
 use crate::module_host::ModuleHost;
 use crate::serve;
@@ -69,8 +69,8 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
         .iter()
         .map(|a| {
             let m = a.manifest.clone().unwrap_or_default();
-            let target = match m.transport.as_str() {
-                "http" => m.url.clone().unwrap_or_default(),
+            let target = match Transport::of(&m.transport) {
+                Transport::Http => m.url.clone().unwrap_or_default(),
                 _ => std::iter::once(m.command.clone().unwrap_or_default()).chain(m.arguments.iter().cloned()).collect::<Vec<_>>().join(" "),
             };
             let mut notes: Vec<String> = a.validation_errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();

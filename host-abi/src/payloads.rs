@@ -26,6 +26,48 @@ pub enum ProviderKind {
     Unknown,
 }
 
+/// `AppDescriptor::state`: an app's lifecycle state (SPEC R15).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum AppState {
+    Discovered,
+    Validated,
+    Loaded,
+    Running,
+    Stopped,
+    Failed,
+    Disabled,
+    /// A state this interface version does not know.
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+/// `AppDescriptor::transport`.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Transport {
+    Stdio,
+    Http,
+    #[default]
+    #[serde(other)]
+    Unknown,
+}
+
+impl AppState {
+    /// Reads `AppDescriptor::state` (unknown names are [`AppState::Unknown`]).
+    pub fn of(name: &str) -> AppState {
+        serde_json::from_value(Value::String(name.to_string())).unwrap_or_default()
+    }
+}
+
+impl Transport {
+    /// Reads `AppDescriptor::transport` or a manifest's `transport`.
+    pub fn of(name: &str) -> Transport {
+        serde_json::from_value(Value::String(name.to_string())).unwrap_or_default()
+    }
+}
+
 /// `AppDescriptor::detail_json`: what the descriptor's fixed fields do not carry.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
@@ -263,6 +305,16 @@ mod tests {
         assert_eq!(AppDetail::from_json("not json").kind, ProviderKind::Unknown);
         assert_eq!(AppDetail::from_json(r#"{"kind": "mcpApp"}"#).kind, ProviderKind::App);
         assert_eq!(AppDetail::from_json(r#"{"kind": "mcpServer"}"#).kind, ProviderKind::McpServer);
+    }
+
+    #[test]
+    fn states_and_transports_are_typed() {
+        assert_eq!(AppState::of("running"), AppState::Running);
+        assert_eq!(AppState::of("failed"), AppState::Failed);
+        assert_eq!(AppState::of("hibernating"), AppState::Unknown);
+        assert_eq!(Transport::of("http"), Transport::Http);
+        assert_eq!(Transport::of("carrier-pigeon"), Transport::Unknown);
+        assert_eq!(serde_json::to_value(AppState::Running).unwrap(), json!("running"));
     }
 
     #[test]

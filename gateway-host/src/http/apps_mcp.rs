@@ -39,7 +39,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
-use host_abi::payloads::AppDetail;
+use host_abi::payloads::{AppDetail, AppState};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -160,7 +160,7 @@ impl AppsMcp {
         let Some(app) = apps.into_iter().filter(crate::module_host::is_mcp_app).find(|a| a.id.as_str() == app_id) else {
             return Err(app_error(app_id, format!("Unknown McpApp '{app_id}'"), Value::Null));
         };
-        if app.state.as_str() != "running" {
+        if AppState::of(app.state.as_str()) != AppState::Running {
             let state = app.state.as_str();
             return Err(app_error(app_id, format!("McpApp '{app_id}' is not running (state: {state})"), json!(state)));
         }

@@ -6,6 +6,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use host_abi::payloads::AppState;
 use host_abi::{AbiError, AppDescriptor};
 use serde_json::{json, Value};
 
@@ -68,7 +69,7 @@ pub async fn app_listing(state: &GatewayState, headers: &HeaderMap) -> Result<Ap
         state.module.list_apps().await?.into_iter().filter(crate::module_host::is_mcp_app).collect();
     let base = base_url(state, headers);
     let mcp_url = |id: &str| format!("{base}/apps/mcp/{}", encode_segment(id));
-    let running = |a: &&AppDescriptor| a.state.as_str() == "running";
+    let running = |a: &&AppDescriptor| AppState::of(a.state.as_str()) == AppState::Running;
     let featured = apps.iter().filter(running).find(|a| a.has_ui).or_else(|| apps.iter().find(running));
     let list = apps
         .iter()
