@@ -50,8 +50,6 @@ pub struct Cli {
 enum Command {
     /// Print the module's name, version and ABI version as one JSON object, then exit.
     ModuleInfo,
-    /// Hold many calls in flight across the module boundary at once and report completion and the
-    /// process's thread count as JSON (a self-test and the boundary benchmark's probe).
     /// Check manifest files (or folders of them): every problem with its field; exit 1 when any
     /// is invalid.
     Validate {
@@ -69,6 +67,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Hold many calls in flight across the module boundary at once and report completion and the
+    /// process's thread count as JSON (a self-test and the boundary benchmark's probe).
     BoundaryCheck {
         /// Calls to start at once.
         #[arg(long, default_value_t = 10_000)]

@@ -329,6 +329,18 @@ impl ModuleHost {
         }
     }
 
+    /// Starts (or restarts) one app, clearing a crash-loop hold.
+    pub async fn start_app(&self, app_id: &str) -> Result<AppDescriptor, AbiError> {
+        let entered = self.enter().await;
+        entered.active.instance.start_app(app_id.into()).await.into_result()
+    }
+
+    /// Stops one app (it stays stopped until started or the gateway restarts).
+    pub async fn stop_app(&self, app_id: &str) -> Result<AppDescriptor, AbiError> {
+        let entered = self.enter().await;
+        entered.active.instance.stop_app(app_id.into()).await.into_result()
+    }
+
     pub async fn reload(&self) -> Result<ReloadReport, AbiError> {
         let entered = self.enter().await;
         let report = entered.active.instance.reload().await.into_result()?;

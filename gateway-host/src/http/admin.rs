@@ -2,16 +2,20 @@
 //! as `Authorization: Bearer` — even on an open loopback gateway, and never from a cookie (a
 //! page's requests carry cookies by themselves).
 //!
-//! `POST /admin/module` `{"path": …}`: swap the running module live ([`ModuleHost::swap`]). The
-//! library must lie in `Gateway.ModuleDirectory`, so the route can load only what an operator
-//! put there.
+//! - `POST /admin/module` `{"path": …}`: swap the running module live ([`ModuleHost::swap`]). The
+//!   library must lie in `Gateway.ModuleDirectory`, so the route can load only what an operator
+//!   put there.
+//! - `POST /admin/mcpapps/reload`: re-run discovery (R21) — new apps start, removed ones stop,
+//!   changed ones restart; answers the report.
+//! - `POST /admin/mcpapps/{id}/start|stop`: start (clearing a crash-loop hold) or stop one MCP App;
+//!   answers the app as `/apps/health` lists it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -99,4 +103,59 @@ fn allowed_module_path(state: &GatewayState, path: &Path) -> Result<PathBuf, Res
         ));
     }
     Ok(candidate)
+}
+
+/// `POST /admin/mcpapps/reload`.
+pub async fn reload_apps(State(state): State<Arc<GatewayState>>, headers: HeaderMap) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(&headers) {
+        return refusal;
+    }
+    match state.module.reload().await {
+        Ok(report) => Json(json!({ "ok": true, "report": report })).into_response(),
+        Err(e) => module_failure(&e),
+    }
+}
+
+/// `POST /admin/mcpapps/{id}/start`.
+pub async fn start_app(State(state): State<Arc<GatewayState>>, headers: HeaderMap, UrlPath(id): UrlPath<String>) -> Response {
+    app_operation(&state, &headers, &id, true).await
+}
+
+/// `POST /admin/mcpapps/{id}/stop`.
+pub async fn stop_app(State(state): State<Arc<GatewayState>>, headers: HeaderMap, UrlPath(id): UrlPath<String>) -> Response {
+    app_operation(&state, &headers, &id, false).await
+}
+
+/// Starts or stops the MCP App `id` (standard `Plugins.Mcp` servers are not managed here).
+async fn app_operation(state: &GatewayState, headers: &HeaderMap, id: &str, start: bool) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(headers) {
+        return refusal;
+    }
+    let apps = match state.module.list_apps().await {
+        Ok(apps) => apps,
+        Err(e) => return module_failure(&e),
+    };
+    if !apps.iter().any(|a| a.id.as_str() == id && crate::module_host::is_mcp_app(a)) {
+        return json_error(StatusCode::NOT_FOUND, "no_such_app", format!("there is no MCP App '{id}'"));
+    }
+    let outcome = if start { state.module.start_app(id).await } else { state.module.stop_app(id).await };
+    match outcome {
+        Ok(app) => Json(json!({ "ok": true, "app": crate::module_host::app_json(&app) })).into_response(),
+        // The app did not come up: say why, and show where it stands now.
+        Err(e) if e.code.as_str() == host_abi::error_code::UPSTREAM => json_error(
+            StatusCode::BAD_GATEWAY,
+            "app_failed_to_start",
+            format!("McpApp '{id}' did not start: {}", e.message.as_str()),
+        ),
+        Err(e) => module_failure(&e),
+    }
+}
+
+fn module_failure(e: &host_abi::AbiError) -> Response {
+    let status = match e.code.as_str() {
+        host_abi::error_code::NOT_FOUND => StatusCode::NOT_FOUND,
+        host_abi::error_code::SHUT_DOWN => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    json_error(status, e.code.as_str(), e.message.as_str().to_string())
 }

@@ -1,0 +1,87 @@
+//! Operator control of MCP Apps over HTTP (issue 14, R21 admin trigger): `POST
+//! /admin/mcpapps/reload` and `POST /admin/mcpapps/{id}/start|stop`, which always need the
+//! gateway token as a Bearer header — even on an open loopback gateway.
+
+mod support;
+
+use std::time::Duration;
+
+use gateway_e2e::{wait_until, GatewayOptions, GatewayProcess};
+use serde_json::{json, Value};
+use support::*;
+
+const TOKEN: &str = "admin-apps-token-0123456789";
+
+fn gateway(with_token: bool) -> (tempfile::TempDir, GatewayProcess) {
+    let dir = tempfile::tempdir().unwrap();
+    write_manifest(&dir.path().join("apps"), "ctl", &stdio_app("ctl", &[]));
+    let config = json!({
+        "Gateway": { "AlwaysRequireAuth": false, "AuthTokenEnv": "ADMIN_APPS_TOKEN" },
+        "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [dir.path().join("apps")], "Allow": ["*"] } }
+    });
+    let env = if with_token { vec![("ADMIN_APPS_TOKEN".to_string(), TOKEN.to_string())] } else { vec![] };
+    let gw = GatewayProcess::start_with(GatewayOptions { config, env, ..Default::default() });
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || state(&gw) == "running"),
+        "the app never ran\n{}",
+        gw.logs()
+    );
+    (dir, gw)
+}
+
+fn state(gw: &GatewayProcess) -> String {
+    let (_, health) = gw.get_json("/apps/health");
+    health["apps"].as_array().and_then(|a| a.iter().find(|a| a["id"] == "ctl")).map(|a| a["state"].as_str().unwrap_or("").to_string()).unwrap_or_default()
+}
+
+fn admin(gw: &GatewayProcess, path: &str, token: Option<&str>) -> (u16, Value) {
+    let mut request = gw.client().post(gw.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().expect("POST admin");
+    let status = response.status().as_u16();
+    (status, serde_json::from_str(&response.text().unwrap()).unwrap_or(Value::Null))
+}
+
+#[test]
+fn an_operator_stops_starts_and_reloads_apps_with_the_token() {
+    let (_dir, gw) = gateway(true);
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/stop", None);
+    assert_eq!(status, 401, "no token on an open gateway is still refused: {body}");
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/stop", Some("wrong"));
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(state(&gw), "running");
+
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/stop", Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["app"]["state"], "stopped", "{body}");
+    assert_eq!(state(&gw), "stopped");
+    assert!(!gw.get_json("/tools").1.to_string().contains("\"ctl.echo\""), "a stopped app's tools leave the registry");
+
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/start", Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["app"]["state"], "running", "{body}");
+    assert!(
+        wait_until(Duration::from_secs(10), Duration::from_millis(100), || gw.get_json("/tools").1.to_string().contains("\"ctl.echo\"")),
+        "the started app's tools are back\n{}",
+        gw.logs()
+    );
+
+    let (status, body) = admin(&gw, "/admin/mcpapps/reload", Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    assert!(body["report"]["unchanged"].as_array().is_some_and(|u| u.contains(&json!("ctl"))), "{body}");
+
+    let (status, body) = admin(&gw, "/admin/mcpapps/nope/start", Some(TOKEN));
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("nope"), "{body}");
+}
+
+#[test]
+fn without_a_configured_token_admin_routes_are_off() {
+    let (_dir, gw) = gateway(false);
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/stop", None);
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("Gateway.AuthToken"), "{body}");
+    assert_eq!(state(&gw), "running");
+}
