@@ -57,7 +57,11 @@ fn an_operator_stops_starts_and_reloads_apps_with_the_token() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["app"]["state"], "stopped", "{body}");
     assert_eq!(state(&gw), "stopped");
-    assert!(!gw.get_json("/tools").1.to_string().contains("\"ctl.echo\""), "a stopped app's tools leave the registry");
+    assert!(
+        wait_until(Duration::from_secs(10), Duration::from_millis(50), || !gw.get_json("/tools").1.to_string().contains("\"ctl.echo\"")),
+        "a stopped app's tools leave the registry\n{}",
+        gw.logs()
+    );
 
     let (status, body) = admin(&gw, "/admin/mcpapps/ctl/start", Some(TOKEN));
     assert_eq!(status, 200, "{body}");
@@ -84,4 +88,52 @@ fn without_a_configured_token_admin_routes_are_off() {
     assert_eq!(status, 403, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("Gateway.AuthToken"), "{body}");
     assert_eq!(state(&gw), "running");
+}
+
+/// An app that crash-loops until it is fixed: held after the crash-loop cap, then brought back
+/// by `POST /admin/mcpapps/{id}/start` once its cause is gone (here a marker file its launcher
+/// checks, as a broken configuration would be).
+#[test]
+fn a_crash_looping_app_is_brought_back_by_start_once_fixed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("BROKEN");
+    std::fs::write(&broken, "").unwrap();
+    let launcher = dir.path().join("launch.sh");
+    let app = test_app_bin().display().to_string();
+    std::fs::write(
+        &launcher,
+        format!("#!/bin/sh\nif [ -f '{}' ]; then exec '{app}' --exit-after-ms 300; fi\nexec '{app}'\n", broken.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut manifest = stdio_app("ctl", &[]);
+    manifest["command"] = json!(launcher);
+    write_manifest(&dir.path().join("apps"), "ctl", &manifest);
+    let config = json!({
+        "Gateway": { "AlwaysRequireAuth": false, "AuthTokenEnv": "ADMIN_APPS_TOKEN" },
+        "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [dir.path().join("apps")], "Allow": ["*"] } }
+    });
+    let gw = GatewayProcess::start_with(GatewayOptions {
+        config,
+        env: vec![("ADMIN_APPS_TOKEN".to_string(), TOKEN.to_string())],
+        ..Default::default()
+    });
+    assert!(
+        gw.wait_for_log("it stays Failed until started or reloaded", Duration::from_secs(60)),
+        "the crash-loop cap was never reached\n{}",
+        gw.logs()
+    );
+    // Held: it stays failed on its own, with the reason.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(state(&gw), "failed", "{}", gw.logs());
+    let (_, health) = gw.get_json("/apps/health");
+    assert!(health["apps"][0]["lastError"].as_str().is_some_and(|e| e.contains("exited with code 3")), "{health}");
+
+    std::fs::remove_file(&broken).unwrap();
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/start", Some(TOKEN));
+    assert_eq!(status, 200, "{body}\n{}", gw.logs());
+    assert_eq!(body["app"]["state"], "running", "{body}");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(state(&gw), "running", "it stays up once fixed\n{}", gw.logs());
 }
