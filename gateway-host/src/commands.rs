@@ -1,13 +1,22 @@
-//! One-shot commands that use the module without serving (SPEC R41): `validate` and `apps`.
+//! One-shot commands that use the module without serving (SPEC R41): `validate` and `apps`; and
+//! `apps --url`, which asks a running gateway instead.
+//!
+//! They print their result on stdout and nothing else: logs go to stderr (warnings only unless
+//! `-v`, see `logging.rs`).
 
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use host_abi::payloads::{Transport, ValidateParams, ValidationResult, VALIDATE};
+use host_abi::payloads::{FieldError, Transport, ValidateParams, ValidationResult, VALIDATE};
+use serde::{Deserialize, Serialize};
 
+use serde_json::{json, Value};
+
+use crate::http::auth::DEFAULT_TOKEN_ENV;
 use crate::module_host::ModuleHost;
 use crate::serve;
+use crate::settings::Settings;
 use crate::BoxError;
 
 /// Loads the module, creates an instance, runs `work`, and shuts the instance down again.
@@ -92,9 +101,22 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
             ]
         })
         .collect();
+    print_table(&rows);
+    for s in &report.skipped {
+        println!("skipped {}: {}", s.path, s.reason);
+    }
+    for e in &report.config_errors {
+        println!("config error: {}: {}", e.field, e.message);
+    }
+    println!("{} app(s) discovered", rows.len());
+    Ok(())
+}
+
+/// The table of `apps`: one row per app, the last column unpadded.
+fn print_table(rows: &[[String; 7]]) {
     let header = ["ID", "STATE", "VERSION", "TRANSPORT", "PREFIX", "TIMEOUTS", "TARGET / NOTES"];
     let mut widths = header.map(str::len);
-    for row in &rows {
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row.iter()).take(6) {
             *w = (*w).max(cell.chars().count());
         }
@@ -111,15 +133,209 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
         println!("{}", line.trim_end());
     };
     print(&header);
-    for row in &rows {
+    for row in rows {
         print(&row.iter().map(String::as_str).collect::<Vec<_>>());
     }
-    for s in &report.skipped {
-        println!("skipped {}: {}", s.path, s.reason);
+}
+
+/// `gateway-host apps --url URL`: the MCP Apps of the gateway running at `url`, with their live
+/// states, from its `GET /apps/health` (the listing the browser page shows). The token is
+/// `--token`, else the one the gateway itself would use with this configuration
+/// (`Gateway.AuthToken`, else the variable `Gateway.AuthTokenEnv` names).
+///
+/// The table has the columns of the offline listing; the effective settings a running gateway
+/// does not publish (prefix, timeouts) show as `-`, and TARGET is the app's `/apps/mcp` URL.
+/// `--json` prints each app in the offline report's shape (`key`, `state`, `manifest.version`,
+/// `manifest.transport`, `validationErrors`, `lastError`) plus what the gateway adds (`name`,
+/// counts, `hasUi`, `mcp`).
+pub fn apps_live(config: Option<&Path>, url: &str, token: Option<String>, json: bool) -> Result<(), BoxError> {
+    let settings = Settings::load(config)?;
+    let token = token.filter(|t| !t.trim().is_empty()).or_else(|| configured_token(&settings));
+    let base = url.trim().trim_end_matches('/').to_string();
+    let health: LiveHealth = serde_json::from_value(fetch_health(&base, token.as_deref())?)
+        .map_err(|e| format!("{base}/apps/health answered an unexpected listing: {e}"))?;
+    let entries: Vec<LiveEntry> = health.apps.into_iter().map(LiveEntry::from).collect();
+    if json {
+        let listing = json!({
+            "url": base,
+            "gateway": { "name": health.name, "version": health.version },
+            "apps": entries,
+        });
+        println!("{}", serde_json::to_string_pretty(&listing)?);
+        return Ok(());
     }
-    for e in &report.config_errors {
-        println!("config error: {}: {}", e.field, e.message);
-    }
-    println!("{} app(s) discovered", rows.len());
+    let rows: Vec<[String; 7]> = entries
+        .iter()
+        .map(|e| {
+            let mut notes: Vec<String> = e.validation_errors.iter().map(|v| format!("{}: {}", v.field, v.message)).collect();
+            if let (true, Some(last)) = (notes.is_empty(), &e.last_error) {
+                notes.push(last.clone());
+            }
+            let target = e.mcp.clone().unwrap_or_default();
+            [
+                e.key.clone(),
+                e.state.clone(),
+                e.manifest.version.clone(),
+                e.manifest.transport.clone(),
+                "-".to_string(),
+                "-".to_string(),
+                if notes.is_empty() { target } else { format!("{target}  [{}]", notes.join("; ")) },
+            ]
+        })
+        .collect();
+    print_table(&rows);
+    println!("{} app(s) at {base}", rows.len());
     Ok(())
+}
+
+/// `GET /apps/health` as `apps --url` reads it (see `http/health.rs` and `module_host::app_json`).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LiveHealth {
+    name: String,
+    version: String,
+    apps: Vec<LiveApp>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct LiveApp {
+    id: String,
+    name: String,
+    version: String,
+    state: String,
+    transport: String,
+    tools: u64,
+    resources: u64,
+    resource_templates: u64,
+    prompts: u64,
+    has_ui: bool,
+    ui_resource_uri: Option<String>,
+    last_error: Option<String>,
+    /// `field: message`.
+    validation_errors: Vec<String>,
+    mcp: Option<String>,
+}
+
+/// One app of `apps --url --json`: the offline report's fields (`key`, `state`,
+/// `manifest.version`/`transport`, `validationErrors`, `lastError`) and what the gateway adds.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LiveEntry {
+    key: String,
+    state: String,
+    manifest: LiveManifest,
+    validation_errors: Vec<FieldError>,
+    last_error: Option<String>,
+    name: String,
+    tools: u64,
+    resources: u64,
+    resource_templates: u64,
+    prompts: u64,
+    has_ui: bool,
+    ui_resource_uri: Option<String>,
+    mcp: Option<String>,
+}
+
+#[derive(Serialize)]
+struct LiveManifest {
+    version: String,
+    transport: String,
+}
+
+impl From<LiveApp> for LiveEntry {
+    fn from(a: LiveApp) -> LiveEntry {
+        let validation_errors = a
+            .validation_errors
+            .iter()
+            .map(|e| match e.split_once(": ") {
+                Some((field, message)) => FieldError { field: field.into(), message: message.into() },
+                None => FieldError { field: String::new(), message: e.clone() },
+            })
+            .collect();
+        LiveEntry {
+            key: a.id,
+            state: a.state,
+            manifest: LiveManifest { version: a.version, transport: a.transport },
+            validation_errors,
+            last_error: a.last_error,
+            name: a.name,
+            tools: a.tools,
+            resources: a.resources,
+            resource_templates: a.resource_templates,
+            prompts: a.prompts,
+            has_ui: a.has_ui,
+            ui_resource_uri: a.ui_resource_uri,
+            mcp: a.mcp,
+        }
+    }
+}
+
+/// The token the gateway would use with these settings (see `http/auth.rs`).
+fn configured_token(settings: &Settings) -> Option<String> {
+    let env = settings.get_str("Gateway:AuthTokenEnv").unwrap_or_else(|| DEFAULT_TOKEN_ENV.to_string());
+    settings
+        .get_str("Gateway:AuthToken")
+        .or_else(|| std::env::var(&env).ok().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()))
+}
+
+/// `GET {base}/apps/health`, with one-line errors an operator can act on.
+fn fetch_health(base: &str, token: Option<&str>) -> Result<Value, BoxError> {
+    let target = reqwest::Url::parse(&format!("{base}/apps/health"))
+        .map_err(|e| format!("--url {base}: not a URL like http://127.0.0.1:5000 ({e})"))?;
+    if !matches!(target.scheme(), "http" | "https") {
+        return Err(format!("--url {base}: not a URL like http://127.0.0.1:5000").into());
+    }
+    let host = target.host_str().unwrap_or_default().trim_matches(['[', ']']);
+    let loopback =
+        host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    let mut client = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .timeout(std::time::Duration::from_secs(30));
+    if loopback {
+        // A proxy of the environment cannot reach this machine's loopback.
+        client = client.no_proxy();
+    }
+    let client = client.build()?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let (status, body) = runtime.block_on(async {
+        let mut request = client.get(target.clone());
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(|e| format!("cannot reach the gateway at {base}: {}", root_cause(&e)))?;
+        let status = response.status();
+        let body = response.text().await.map_err(|e| format!("reading the answer of {base}: {}", root_cause(&e)))?;
+        Ok::<_, BoxError>((status, body))
+    })?;
+    let parsed: Option<Value> = serde_json::from_str(&body).ok();
+    let message = parsed
+        .as_ref()
+        .and_then(|v| v.pointer("/error/message").or_else(|| v.get("message")))
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(|| body.chars().take(200).collect::<String>());
+    // One line, whatever the body held.
+    let message = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    match status.as_u16() {
+        200..=299 => parsed.ok_or_else(|| format!("{target} did not answer JSON: is {base} a gateway-host?").into()),
+        401 if token.is_none() => Err(format!(
+            "the gateway at {base} requires a token: pass --token, or set {DEFAULT_TOKEN_ENV} (or Gateway.AuthToken / \
+             the variable Gateway.AuthTokenEnv names in --config)"
+        )
+        .into()),
+        401 => Err(format!("the gateway at {base} refused the token (401): {message}").into()),
+        404 => Err(format!("{target} answered 404: is {base} a gateway-host?").into()),
+        _ => Err(format!("the gateway at {base} answered {status}: {message}").into()),
+    }
+}
+
+/// Why a request failed, in a few words: the innermost cause (`Connection refused (os error
+/// 111)`, `operation timed out`); reqwest's own message only repeats the URL.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    cause.to_string()
 }

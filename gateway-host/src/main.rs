@@ -11,15 +11,19 @@ use clap::{Parser, Subcommand};
 mod boundary_check;
 mod chat;
 mod commands;
+mod config_keys;
 mod env_overrides;
 mod gateway_config;
 mod http;
+mod logging;
+mod metrics;
 mod module_host;
 mod module_loader;
 mod relay;
 mod serve;
 mod settings;
 mod tools;
+mod workspace;
 
 /// The error of the gateway's commands and startup: anything with a message.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -42,6 +46,12 @@ pub struct Cli {
     #[arg(long, value_name = "URLS")]
     urls: Option<String>,
 
+    /// More log lines on stderr: the one-shot commands log only warnings by default, `-v` adds
+    /// info, `-vv` debug; the gateway serving logs info by default (`Logging.Level`), `-v` adds
+    /// debug. `RUST_LOG`, when set, decides instead.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -61,11 +71,19 @@ enum Command {
         json: bool,
     },
     /// List the apps discovery finds with this configuration, their effective settings and
-    /// states, without serving.
+    /// states, without serving; with `--url`, the live states of a running gateway's apps.
     Apps {
-        /// Print the discovery report as JSON.
+        /// Print the discovery report (or the live listing) as JSON.
         #[arg(long)]
         json: bool,
+        /// Ask the gateway running at this URL (e.g. `http://127.0.0.1:5000`) for its apps' live
+        /// states instead of running discovery.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// The gateway token for `--url` (default: `Gateway.AuthToken` of the configuration, else
+        /// the environment variable `Gateway.AuthTokenEnv` names, `GATEWAY_AUTH_TOKEN`).
+        #[arg(long, value_name = "TOKEN", requires = "url")]
+        token: Option<String>,
     },
     /// Hold many calls in flight across the module boundary at once and report completion and the
     /// process's thread count as JSON (a self-test and the boundary benchmark's probe).
@@ -81,7 +99,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    // The log format comes from the configuration, so it is read first (quietly: the command reads
+    // it again and logs the environment overrides then). A configuration that cannot be read is
+    // reported by the command itself.
+    let settings = settings::Settings::read(cli.config.as_deref()).ok().map(|(settings, _)| settings);
+    let mode = if cli.command.is_none() { logging::Mode::Serve } else { logging::Mode::OneShot };
+    let log_setup = logging::setup(settings.as_ref(), mode, cli.verbose, std::env::var("RUST_LOG").ok().as_deref());
+    logging::init(&log_setup);
+    if let Some(settings) = &settings {
+        config_keys::warn_unknown(&settings.effective);
+    }
     let result = match cli.command {
         None => serve::run(cli.config.as_deref(), cli.module.as_deref(), cli.urls.as_deref()),
         Some(Command::ModuleInfo) => serve::module_info(cli.config.as_deref(), cli.module.as_deref()),
@@ -92,29 +119,22 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
-        Some(Command::Apps { json }) => commands::apps(cli.config.as_deref(), cli.module.as_deref(), json),
+        Some(Command::Apps { json, url: Some(url), token }) => commands::apps_live(cli.config.as_deref(), &url, token, json),
+        Some(Command::Apps { json, url: None, .. }) => commands::apps(cli.config.as_deref(), cli.module.as_deref(), json),
         Some(Command::BoundaryCheck { calls, delay_ms }) => {
             boundary_check::run(cli.config.as_deref(), cli.module.as_deref(), calls, delay_ms)
         }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if log_setup.format == logging::Format::Json => {
+            // Every stderr line stays one JSON object.
+            tracing::error!("gateway-host: {err:#}");
+            ExitCode::FAILURE
+        }
         Err(err) => {
             eprintln!("gateway-host: {err:#}");
             ExitCode::FAILURE
         }
     }
-}
-
-/// Logs go to stderr, filtered by `RUST_LOG` (default `info`, rmcp's own chatter at `warn`). The `log` bridge is installed too,
-/// because module records arrive through it with their own targets.
-fn init_tracing() {
-    use std::io::IsTerminal as _;
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
 }

@@ -155,8 +155,13 @@ pub struct ModuleHost {
     /// One swap at a time.
     swapping: tokio::sync::Mutex<()>,
     swaps: parking_lot::Mutex<Vec<SwapRecord>>,
+    /// Swap attempts since startup, by outcome ([`SWAP_OUTCOMES`]); the history keeps only the last few.
+    swap_counts: parking_lot::Mutex<[u64; 3]>,
     /// Calls with an id in flight, so a drain that takes too long can cancel them.
     in_flight: parking_lot::Mutex<HashSet<u64>>,
+    /// Calls in flight that wait for a client to come back with answers (a 2026-07-28 client's
+    /// `input_required` round): work nobody is doing, which a shutdown does not wait for.
+    waiting_on_client: parking_lot::Mutex<HashSet<u64>>,
     events: broadcast::Sender<HostEvent>,
     relays: Arc<RelayRoutes>,
     next_call_id: AtomicU64,
@@ -191,6 +196,10 @@ pub enum SwapError {
 /// How long [`SwapRecord`]s are kept.
 const SWAP_HISTORY: usize = 20;
 
+/// The outcomes [`ModuleHost::swap_counts`] counts (`/metrics`): swapped, the library refused
+/// (missing, another interface version…), or its instance failed to start.
+pub const SWAP_OUTCOMES: [&str; 3] = ["swapped", "refused", "failed_to_start"];
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
@@ -208,7 +217,9 @@ impl ModuleHost {
             gate: Arc::new(tokio::sync::RwLock::new(())),
             swapping: tokio::sync::Mutex::new(()),
             swaps: parking_lot::Mutex::new(Vec::new()),
+            swap_counts: parking_lot::Mutex::new([0; 3]),
             in_flight: parking_lot::Mutex::new(HashSet::new()),
+            waiting_on_client: parking_lot::Mutex::new(HashSet::new()),
             events,
             relays,
             next_call_id: AtomicU64::new(1),
@@ -229,6 +240,11 @@ impl ModuleHost {
     /// The swaps so far, oldest first.
     pub fn swap_history(&self) -> Vec<SwapRecord> {
         self.swaps.lock().clone()
+    }
+
+    /// How many swaps ended each way since startup, as `(outcome, count)` ([`SWAP_OUTCOMES`]).
+    pub fn swap_counts(&self) -> Vec<(&'static str, u64)> {
+        SWAP_OUTCOMES.into_iter().zip(*self.swap_counts.lock()).collect()
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
@@ -300,6 +316,30 @@ impl ModuleHost {
         let result = entered.active.instance.call_tool(request).await.into_result();
         guard.armed = false;
         result
+    }
+
+    /// Marks a call in flight as waiting for its client (or as running again).
+    pub fn set_waiting_on_client(&self, call_id: u64, waiting: bool) {
+        let mut set = self.waiting_on_client.lock();
+        if waiting {
+            set.insert(call_id);
+        } else {
+            set.remove(&call_id);
+        }
+    }
+
+    /// Resolves once no call is in flight but those waiting for their client (graceful shutdown).
+    pub async fn idle(&self) {
+        loop {
+            let busy = {
+                let waiting = self.waiting_on_client.lock();
+                self.in_flight.lock().iter().any(|id| !waiting.contains(id))
+            };
+            if !busy {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Records `call_id` as in flight until the returned guard drops.
@@ -374,6 +414,12 @@ impl ModuleHost {
         let from = self.summary();
         let mut to = serde_json::json!({ "path": path.display().to_string() });
         let outcome = self.swap_to(path, config, drain, &mut to).await;
+        let counted = match &outcome {
+            Ok(_) => 0,
+            Err(SwapError::Create { .. }) => 2,
+            Err(_) => 1,
+        };
+        self.swap_counts.lock()[counted] += 1;
         let (outcome_text, cancelled) = match &outcome {
             Ok(cancelled) => ("swapped".to_string(), *cancelled),
             Err(e) => (format!("refused: {e}"), 0),
@@ -452,6 +498,7 @@ struct Tracked<'a> {
 impl Drop for Tracked<'_> {
     fn drop(&mut self) {
         self.host.in_flight.lock().remove(&self.call_id);
+        self.host.waiting_on_client.lock().remove(&self.call_id);
     }
 }
 

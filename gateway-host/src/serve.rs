@@ -1,16 +1,18 @@
-//! Starting the gateway: configuration → module → HTTP listeners, and the orderly shutdown that
-//! stops every app before the process exits.
+//! Starting the gateway: configuration → module → HTTP listeners, and the graceful shutdown:
+//! on `SIGTERM` the listeners stop accepting, calls and chat turns in progress finish (bounded by
+//! `Gateway.ShutdownTimeoutSeconds`), then every app stops before the process exits 0.
 
 use axum::serve::ListenerExt as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::gateway_config::{module_config, module_path, parse_urls, DEFAULT_URLS};
+use crate::gateway_config::{data_dir, module_config, module_path, parse_urls, DEFAULT_URLS};
 use crate::http::{self, GatewayState};
 use crate::module_host::ModuleHost;
 use crate::module_loader::{self, LoadedModule};
 use crate::settings::Settings;
+use crate::workspace::Workspace;
 use crate::BoxError;
 
 /// Loads configuration and module, as every command does.
@@ -50,13 +52,16 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
         summary.abi_version,
         summary.path
     );
+    // Before anything starts: a stop signal from now on is a graceful shutdown.
+    let mut signals = Signals::install()?;
     let sandbox_addrs = http::sandbox::listen_addrs(&settings, &addrs)?;
     let listeners = bind_all(&addrs, "").await?;
     let sandbox_listeners = bind_all(&sandbox_addrs, " (the sandbox, Gateway.SandboxUrls)").await?;
     let bound: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let sandbox_bound: Vec<SocketAddr> = sandbox_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
-    let module = create_module(&settings, loaded)?;
-    let state = Arc::new(GatewayState::new(module.clone(), settings, bound.clone(), sandbox_bound.clone())?);
+    let workspace = Arc::new(Workspace::open(settings.clone(), config.clone(), &data_dir(&settings))?);
+    let module = create_module(&workspace.module_settings(), loaded)?;
+    let state = Arc::new(GatewayState::new(module.clone(), settings, workspace, bound.clone(), sandbox_bound.clone())?);
     state.tools.follow_module();
     let router = http::router(state.clone());
     let own = http::sandbox::OwnOrigins::new(
@@ -86,17 +91,54 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
         servers.push(spawn_server(listener, router.clone(), stop_rx.clone()));
     }
 
-    shutdown_signal().await;
-    tracing::info!("Gateway shutting down");
+    signals.next().await;
+    let bound = shutdown_bound(&state.settings);
+    tracing::info!("Gateway shutting down: no new connections; calls and chat turns in progress get up to {}s to finish", bound.as_secs_f64());
     let _ = stop_tx.send(true);
-    state.shutdown.cancel();
+    state.turns.close();
+    tokio::select! {
+        _ = async { tokio::join!(state.turns.wait(), module.idle()) } => {}
+        _ = tokio::time::sleep(bound) => {
+            tracing::warn!("calls or chat turns still running after {}s (Gateway.ShutdownTimeoutSeconds); stopping anyway", bound.as_secs_f64());
+        }
+        _ = signals.next() => tracing::warn!("a second stop signal: not waiting for calls in progress"),
+    }
+    // Connections end once their last response is out; what stays open is a stream (an event
+    // stream, an MCP session's GET stream), which ends now.
+    let mut servers = futures::future::join_all(servers);
+    if tokio::time::timeout(LAST_RESPONSES, &mut servers).await.is_err() {
+        state.shutdown.cancel();
+    }
     if let Err(e) = module.shutdown().await {
         tracing::warn!("module shutdown reported: {e}");
     }
-    for server in servers {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), server).await;
-    }
+    state.shutdown.cancel();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), servers).await;
+    tracing::info!("Gateway stopped");
     Ok(())
+}
+
+/// How long a graceful shutdown waits for calls and chat turns (`Gateway.ShutdownTimeoutSeconds`).
+const DEFAULT_SHUTDOWN_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long the listeners get, once the work is done, to send their last responses before the
+/// open streams are ended.
+const LAST_RESPONSES: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn shutdown_bound(settings: &Settings) -> std::time::Duration {
+    let configured = settings.get_str("Gateway:ShutdownTimeoutSeconds");
+    match configured.as_deref().map(str::parse::<f64>) {
+        None => DEFAULT_SHUTDOWN_BOUND,
+        Some(Ok(s)) if s.is_finite() && s >= 0.0 => std::time::Duration::from_secs_f64(s),
+        Some(_) => {
+            tracing::warn!(
+                "Gateway.ShutdownTimeoutSeconds {:?} is not a number of seconds; using {}",
+                configured.unwrap_or_default(),
+                DEFAULT_SHUTDOWN_BOUND.as_secs()
+            );
+            DEFAULT_SHUTDOWN_BOUND
+        }
+    }
 }
 
 async fn bind_all(addrs: &[SocketAddr], what: &str) -> Result<Vec<tokio::net::TcpListener>, BoxError> {
@@ -158,18 +200,31 @@ async fn swap_on_sighup(state: Arc<GatewayState>, config: Option<PathBuf>) {
             continue;
         }
         let drain = http::admin::drain_bound(&state);
-        match state.module.swap(&path, module_config(&state.settings), drain).await {
+        match state.module.swap(&path, module_config(&state.workspace.module_settings()), drain).await {
             Ok(record) => tracing::info!("SIGHUP: module swapped in {} ms", record.duration_ms),
             Err(e) => tracing::warn!("SIGHUP: {e}; the current module keeps serving"),
         }
     }
 }
 
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
+/// `SIGTERM` and `SIGINT` (Ctrl-C): the first starts a graceful shutdown, a second cuts it short.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> Result<Signals, BoxError> {
+        use tokio::signal::unix::{signal, SignalKind};
+        let term = signal(SignalKind::terminate()).map_err(|e| format!("cannot install the SIGTERM handler: {e}"))?;
+        let interrupt = signal(SignalKind::interrupt()).map_err(|e| format!("cannot install the SIGINT handler: {e}"))?;
+        Ok(Signals { term, interrupt })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
     }
 }

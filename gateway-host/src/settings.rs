@@ -32,8 +32,20 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Reads `path` (or the embedded default) and applies the process environment's overrides.
+    /// Reads `path` (or the embedded default) and applies the process environment's overrides,
+    /// logging which variables applied.
     pub fn load(path: Option<&Path>) -> Result<Settings, SettingsError> {
+        let (settings, applied) = Settings::read(path)?;
+        if !applied.is_empty() {
+            tracing::info!("Configuration overridden by environment: {}", applied.join(", "));
+        }
+        Ok(settings)
+    }
+
+    /// [`Settings::load`] without logging: also returns the names of the environment variables
+    /// applied. `main` reads the configuration this way before logging is set up (the log format
+    /// comes from the configuration).
+    pub fn read(path: Option<&Path>) -> Result<(Settings, Vec<String>), SettingsError> {
         let (mut effective, config_dir) = match path {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -53,10 +65,7 @@ impl Settings {
             }
         };
         let applied = apply_env_overrides(&mut effective, std::env::vars(), None);
-        if !applied.is_empty() {
-            tracing::info!("Configuration overridden by environment: {}", applied.join(", "));
-        }
-        Ok(Settings { effective, config_dir })
+        Ok((Settings { effective, config_dir }, applied))
     }
 
     /// A value by a `:`-separated, case-insensitive path (`Gateway:Urls`), as ASP.NET reads it.

@@ -216,6 +216,23 @@ pub struct ValidateParams {
     pub paths: Vec<String>,
 }
 
+/// The `invoke` method that hands the module a new configuration document and reloads against
+/// it: the `McpApps` section (entries, allow/deny, discovery paths) and `Plugins.Mcp` (the
+/// standard MCP servers) are read again; apps and servers whose definition did not change are
+/// left running. Params [`ReconfigureParams`], result a [`ReloadReport`]. A module without it
+/// answers "not implemented" (the host then reloads with the configuration the module has).
+pub const RECONFIGURE: &str = "registry.reconfigure";
+
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ReconfigureParams {
+    /// The whole effective configuration, as `ModuleConfig::config_json` carries it.
+    pub config: Value,
+    /// An operator's reload: also retries unchanged apps that are Failed (a crash-loop hold).
+    /// A workspace server edit is not explicit, so it disturbs nothing else.
+    pub explicit: bool,
+}
+
 /// One manifest checked by [`VALIDATE`].
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 #[serde(rename_all = "camelCase", default)]

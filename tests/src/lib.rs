@@ -51,7 +51,7 @@ pub const BUILD_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 /// (`Section__Key`). The harness removes such variables from the gateway's environment so that the
 /// test runner's environment never leaks into a test; pass them explicitly through `env`.
 const OVERRIDABLE_SECTIONS: &[&str] =
-    &["OpenClaw", "McpApps", "Gateway", "Plugins", "Security", "Agent", "Tools", "Sessions", "McpCompatibility", "Testing"];
+    &["OpenClaw", "McpApps", "Gateway", "Plugins", "Security", "Agent", "Tools", "Sessions", "McpCompatibility", "Testing", "Logging"];
 
 // ---------------------------------------------------------------------------------------------
 // Paths
@@ -416,12 +416,14 @@ impl GatewayProcess {
         }
     }
 
+    /// The URL of the `Gateway listening on http://ADDR` line, plain text or JSON
+    /// (`Logging.Format = "json"`: the URL ends at the message's closing quote).
     fn find_listening_url(&self) -> Option<String> {
         const NEEDLE: &str = "Gateway listening on ";
         let lines = self.lines.lock().unwrap();
         lines.iter().find_map(|l| {
             let rest = &l[l.find(NEEDLE)? + NEEDLE.len()..];
-            let url: String = rest.chars().take_while(|c| !c.is_whitespace()).collect();
+            let url: String = rest.chars().take_while(|c| !c.is_whitespace() && *c != '"').collect();
             url.starts_with("http://").then(|| url.trim_end_matches('/').to_string())
         })
     }

@@ -137,3 +137,36 @@ fn a_crash_looping_app_is_brought_back_by_start_once_fixed() {
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(state(&gw), "running", "it stays up once fixed\n{}", gw.logs());
 }
+
+/// `POST /admin/mcpapps/reload` re-reads the configuration file: a `Deny` added there stops the
+/// app, an `Entries` override applies, and a file that no longer reads changes nothing.
+#[test]
+fn reload_re_reads_allow_deny_and_entries_from_the_configuration_file() {
+    let (dir, gw) = gateway(true);
+    let config_path = gw.config_dir().join("appsettings.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
+
+    config["OpenClaw"]["McpApps"]["Deny"] = json!(["ctl"]);
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let (status, body) = admin(&gw, "/admin/mcpapps/reload", Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    assert!(body["report"]["stopped"].as_array().unwrap().contains(&json!("ctl")) || state(&gw) != "running", "{body}");
+    assert_ne!(state(&gw), "running", "a denied app stops\n{}", gw.logs());
+
+    // Allowed again, with an Entries override of its tool-name prefix: it runs with it.
+    config["OpenClaw"]["McpApps"]["Deny"] = json!([]);
+    config["OpenClaw"]["McpApps"]["Entries"] = json!({ "ctl": { "ToolNamePrefix": "renamed." } });
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let (status, body) = admin(&gw, "/admin/mcpapps/reload", Some(TOKEN));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(state(&gw), "running", "{body}\n{}", gw.logs());
+    let tools = gw.get_json("/tools").1.to_string();
+    assert!(tools.contains("\"renamed.echo\"") && !tools.contains("\"ctl.echo\""), "{tools}");
+
+    std::fs::write(&config_path, "{ not json").unwrap();
+    let (status, body) = admin(&gw, "/admin/mcpapps/reload", Some(TOKEN));
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("appsettings.json"), "{body}");
+    assert_eq!(state(&gw), "running");
+    drop(dir);
+}

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::provider::{Provider, ProviderError, ToolCall};
 use super::store::{title_of, ForwardedInput, SessionStore};
+use crate::metrics::{Metrics, TurnOutcome};
 use crate::relay::{error_object, random_hex, RelayEvent, Step};
 use crate::tools::{ToolRegistry, ToolResult};
 
@@ -114,6 +115,8 @@ pub struct Chat {
     provider: Result<Provider, String>,
     /// `input` frames of this replica's turns waiting for their answer.
     inputs: Arc<Inputs>,
+    /// Turns by outcome, and the turns and sessions in progress (`/metrics`).
+    metrics: Arc<Metrics>,
 }
 
 /// Input id → (session, where the answer goes).
@@ -144,7 +147,7 @@ pub enum AnswerError {
 impl Chat {
     /// With a store shared by replicas, answers that reach another replica are forwarded here
     /// (a task follows them for as long as the gateway runs).
-    pub fn new(registry: Arc<ToolRegistry>, store: Arc<dyn SessionStore>, provider: Result<Provider, String>) -> Chat {
+    pub fn new(registry: Arc<ToolRegistry>, store: Arc<dyn SessionStore>, provider: Result<Provider, String>, metrics: Arc<Metrics>) -> Chat {
         let inputs = Arc::new(Inputs::default());
         if store.forwarded_inputs().is_some() {
             let (store, inputs) = (store.clone(), inputs.clone());
@@ -168,7 +171,7 @@ impl Chat {
                 }
             });
         }
-        Chat { registry, store, provider, inputs }
+        Chat { registry, store, provider, inputs, metrics }
     }
 
     pub fn store(&self) -> &Arc<dyn SessionStore> {
@@ -194,6 +197,8 @@ impl Chat {
             let _ = frames.send(frame);
         };
         let id = request.session_id.clone();
+        // In progress from here; a return without `finish` (the client left) counts as cancelled.
+        let counted = self.metrics.chat_turn(&id);
         // Turns of a session wait for each other: nothing of this one is reported before.
         let _lock = tokio::select! {
             lock = self.store.lock(&id) => match lock {
@@ -201,6 +206,7 @@ impl Chat {
                 Err(e) => {
                     send(Frame::Error { message: e.to_string() });
                     send(Frame::Done);
+                    counted.finish(TurnOutcome::Error);
                     return;
                 }
             },
@@ -211,20 +217,28 @@ impl Chat {
             outcome = self.turn(&request, &send, &cancel) => outcome,
             _ = cancel.cancelled() => return,
         };
-        match outcome {
+        let ended = match outcome {
             Ok(messages) => {
                 // What the user said: typed, else posted from an app, else the app tool they ran.
                 let said = request.message.as_deref().filter(|m| !m.trim().is_empty());
                 let posted = || request.app_events.iter().find_map(|e| e.text.as_deref());
                 let ran = || request.app_events.iter().find_map(|e| e.tool.as_deref());
                 let title = title_of(said.or_else(posted).or_else(ran).unwrap_or(""));
-                if let Err(e) = self.store.append_turn(&id, &title, &messages).await {
-                    send(Frame::Error { message: format!("the turn could not be saved: {e}") });
+                match self.store.append_turn(&id, &title, &messages).await {
+                    Ok(_) => TurnOutcome::Ok,
+                    Err(e) => {
+                        send(Frame::Error { message: format!("the turn could not be saved: {e}") });
+                        TurnOutcome::Error
+                    }
                 }
             }
-            Err(message) => send(Frame::Error { message }),
-        }
+            Err(message) => {
+                send(Frame::Error { message });
+                TurnOutcome::Error
+            }
+        };
         send(Frame::Done);
+        counted.finish(ended);
     }
 
     /// The turn itself: its new messages, or the error that ended it (nothing is saved then).

@@ -5,8 +5,9 @@
 //! - `POST /admin/module` `{"path": …}`: swap the running module live ([`ModuleHost::swap`]). The
 //!   library must lie in `Gateway.ModuleDirectory`, so the route can load only what an operator
 //!   put there.
-//! - `POST /admin/mcpapps/reload`: re-run discovery (R21) — new apps start, removed ones stop,
-//!   changed ones restart; answers the report.
+//! - `POST /admin/mcpapps/reload`: re-read the configuration file (`McpApps` entries, allow/deny,
+//!   discovery paths; `Plugins.Mcp`) and re-run discovery (R21) — new apps start, removed ones
+//!   stop, changed ones restart, Failed ones are retried; answers the report.
 //! - `POST /admin/mcpapps/{id}/start|stop`: start (clearing a crash-loop hold) or stop one MCP App;
 //!   answers the app as `/apps/health` lists it.
 
@@ -60,7 +61,7 @@ pub async fn swap_module(State(state): State<Arc<GatewayState>>, headers: Header
             format!("{} is the module serving now (a library is loaded once per path: give each build its own file name)", path.display()),
         );
     }
-    let config = crate::gateway_config::module_config(&state.settings);
+    let config = crate::gateway_config::module_config(&state.workspace.module_settings());
     match state.module.swap(&path, config, drain_bound(&state)).await {
         Ok(record) => Json(json!({ "ok": true, "module": state.module.summary(), "swap": record })).into_response(),
         Err(e) => swap_refusal(&e),
@@ -110,9 +111,14 @@ pub async fn reload_apps(State(state): State<Arc<GatewayState>>, headers: Header
     if let Some(refusal) = state.auth.admin_refusal(&headers) {
         return refusal;
     }
-    match state.module.reload().await {
-        Ok(report) => Json(json!({ "ok": true, "report": report })).into_response(),
-        Err(e) => module_failure(&e),
+    match state.workspace.reload(&state.module).await {
+        Ok(report) => {
+            state.tools.refresh().await;
+            Json(json!({ "ok": true, "report": report })).into_response()
+        }
+        Err(crate::workspace::WorkspaceError::Module(e)) => module_failure(&e),
+        // The configuration file does not read: nothing changed.
+        Err(e) => json_error(StatusCode::UNPROCESSABLE_ENTITY, "bad_configuration", format!("{e}; nothing was reloaded")),
     }
 }
 
@@ -151,7 +157,7 @@ async fn app_operation(state: &GatewayState, headers: &HeaderMap, id: &str, star
     }
 }
 
-fn module_failure(e: &host_abi::AbiError) -> Response {
+pub fn module_failure(e: &host_abi::AbiError) -> Response {
     let status = match e.code.as_str() {
         host_abi::error_code::NOT_FOUND => StatusCode::NOT_FOUND,
         host_abi::error_code::SHUT_DOWN => StatusCode::SERVICE_UNAVAILABLE,

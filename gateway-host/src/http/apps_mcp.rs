@@ -13,7 +13,9 @@
 //! - every other request is forwarded through the module, which enforces the method allowlist,
 //!   the `app` visibility of `tools/call` and the `?sessionId=` → `params._meta.sessionId`
 //!   injection; results and errors pass as the app sent them;
-//! - the relay (`mcp_relay.rs`): what the app sends during a request reaches the client.
+//! - the relay (`mcp_relay.rs`): what the app sends during a request reaches the client;
+//! - every request is counted by app, method and outcome (`gateway_proxied_requests_total`,
+//!   see [`Answered`]).
 //!
 //! 2026-07-28 clients are served statelessly (any replica answers any request). Initialize-era
 //! clients get an rmcp session (`Mcp-Session-Id`), which carries their capabilities and the
@@ -48,6 +50,7 @@ use super::gateway_mcp::{server_config, Compatibility};
 use super::mcp_relay::{self, Outcome};
 use super::mcp_tasks::Tasks;
 use super::GatewayState;
+use crate::metrics::{Metrics, ProxiedOutcome};
 use crate::module_host::ModuleHost;
 use crate::relay::Parked;
 use crate::gateway_config::GATEWAY_VERSION;
@@ -78,6 +81,7 @@ pub struct AppsMcp {
     /// Resource URIs subscribed upstream for `subscriptions/listen` streams, with how many
     /// streams want each, so the last one to go unsubscribes.
     resource_subscriptions: Arc<Mutex<HashMap<(String, String), usize>>>,
+    metrics: Arc<Metrics>,
 }
 
 /// The `/apps/mcp/{appId}` service.
@@ -87,6 +91,7 @@ pub fn service(
     max_request_bytes: usize,
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
+    metrics: Arc<Metrics>,
 ) -> StreamableHttpService<AppsMcp, LocalSessionManager> {
     let handler = AppsMcp {
         module,
@@ -94,6 +99,7 @@ pub fn service(
         parked: Arc::new(Parked::default()),
         tasks: Arc::new(Tasks::default()),
         resource_subscriptions: Default::default(),
+        metrics,
     };
     StreamableHttpService::new(
         move || Ok(handler.clone()),
@@ -354,63 +360,89 @@ fn result_of(app_id: &str, method: &str, forwarded: Forwarded) -> Result<Value, 
     Ok(response.get_mut("result").map(Value::take).unwrap_or_else(|| json!({})))
 }
 
-impl ServerHandler for AppsMcp {
-    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(self.compatibility.versions())
+/// What an answer of `/apps/mcp/{appId}` counts as in `gateway_proxied_requests_total` (a
+/// JSON-RPC error is `error`; most results are `ok`).
+trait Answered {
+    fn outcome(&self) -> ProxiedOutcome {
+        ProxiedOutcome::Ok
+    }
+}
+
+impl Answered for () {}
+impl Answered for Value {}
+impl Answered for InitializeResult {}
+impl Answered for DiscoverResult {}
+impl Answered for ListToolsResult {}
+impl Answered for ListResourcesResult {}
+impl Answered for ListResourceTemplatesResult {}
+impl Answered for ListPromptsResult {}
+impl Answered for CompleteResult {}
+impl Answered for GetTaskResult {}
+impl Answered for rmcp::model::CustomResult {}
+
+impl Answered for CallToolResponse {
+    fn outcome(&self) -> ProxiedOutcome {
+        match self {
+            CallToolResponse::Complete(result) if result.is_error == Some(true) => ProxiedOutcome::ToolError,
+            CallToolResponse::InputRequired(_) => ProxiedOutcome::InputRequired,
+            _ => ProxiedOutcome::Ok,
+        }
+    }
+}
+
+impl Answered for ReadResourceResponse {
+    fn outcome(&self) -> ProxiedOutcome {
+        match self {
+            ReadResourceResponse::InputRequired(_) => ProxiedOutcome::InputRequired,
+            _ => ProxiedOutcome::Ok,
+        }
+    }
+}
+
+impl Answered for GetPromptResponse {
+    fn outcome(&self) -> ProxiedOutcome {
+        match self {
+            GetPromptResponse::InputRequired(_) => ProxiedOutcome::InputRequired,
+            _ => ProxiedOutcome::Ok,
+        }
+    }
+}
+
+impl AppsMcp {
+    /// Answers one request of `method` with `answer`, counted by its outcome; a request the
+    /// client cancelled (its error then says so) or left (the future is dropped) counts as
+    /// cancelled.
+    async fn counted<T: Answered>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &str,
+        answer: impl std::future::Future<Output = Result<T, ErrorData>>,
+    ) -> Result<T, ErrorData> {
+        let app = target_of(&context.extensions).map(|t| t.app_id).unwrap_or_default();
+        let request = self.metrics.proxied_request(&app, method);
+        let answer = answer.await;
+        request.finish(match &answer {
+            Ok(value) => value.outcome(),
+            Err(_) if context.ct.is_cancelled() => ProxiedOutcome::Cancelled,
+            Err(_) => ProxiedOutcome::Error,
+        });
+        answer
     }
 
-    /// What rmcp checks requests against: everything an app may offer (the handshake reports the
-    /// app's own capabilities).
-    fn get_info(&self) -> ServerConfig {
-        let latest = self.compatibility.versions().last().cloned().unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE);
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_resources()
-            .enable_resources_subscribe()
-            .enable_resources_list_changed()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .enable_completions()
-            .enable_tasks()
-            .build();
-        ServerConfig::new(capabilities)
-            .with_protocol_version(latest)
-            .with_server_info(Implementation::new("gateway-host", GATEWAY_VERSION).with_title("MCP App gateway"))
-    }
-
-    async fn initialize(&self, request: InitializeRequestParams, context: RequestContext<RoleServer>) -> Result<InitializeResult, ErrorData> {
-        let app = self.running_app(&target_of(&context.extensions)?.app_id).await?;
-        let negotiated = self.negotiate_initialize(&request)?.protocol_version;
-        context.peer.set_peer_info(request);
-        Ok(self.app_info(app).with_protocol_version(negotiated))
-    }
-
-    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
-        let app = self.running_app(&target_of(&context.extensions)?.app_id).await?;
-        Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.app_info(app)))
-    }
-
-    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.simple::<Value>(&context, "ping", json!({})).await.map(|_| ())
-    }
-
-    async fn list_tools(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
-        self.simple(&context, "tools/list", request).await
-    }
-
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    /// `tools/call`: the app's result, its `input_required` round, or a task for clients that
+    /// declared the tasks extension.
+    async fn call_tool_counted(&self, request: CallToolRequestParams, context: &RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let outcome = match request.request_state.as_deref() {
-            Some(state) => self.resume(&context, "tools/call", state, request.input_responses.clone()).await?,
+            Some(state) => self.resume(context, "tools/call", state, request.input_responses.clone()).await?,
             None => {
-                let call = self.start(&context, "tools/call", serde_json::to_value(&request).unwrap_or(Value::Null))?;
+                let call = self.start(context, "tools/call", serde_json::to_value(&request).unwrap_or(Value::Null))?;
                 // A client that declared the tasks extension gets the call as a task.
-                if Tasks::wanted(&context) {
+                if Tasks::wanted(context) {
                     let app_id = target_of(&context.extensions)?.app_id;
                     let finish = move |forwarded| typed("tools/call", result_of(&app_id, "tools/call", forwarded)?);
                     return Ok(CallToolResponse::Task(self.tasks.start(call, self.module.clone(), finish)));
                 }
-                self.run(call, &context, "tools/call").await?
+                self.run(call, context, "tools/call").await?
             }
         };
         Ok(match outcome {
@@ -419,22 +451,10 @@ impl ServerHandler for AppsMcp {
         })
     }
 
-    async fn list_resources(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData> {
-        self.simple(&context, "resources/list", request).await
-    }
-
-    async fn list_resource_templates(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        self.simple(&context, "resources/templates/list", request).await
-    }
-
-    async fn read_resource(&self, request: ReadResourceRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData> {
+    async fn read_resource_counted(&self, request: ReadResourceRequestParams, context: &RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData> {
         let outcome = match request.request_state.as_deref() {
-            Some(state) => self.resume(&context, "resources/read", state, request.input_responses.clone()).await?,
-            None => self.forward(&context, "resources/read", serde_json::to_value(&request).unwrap_or(Value::Null)).await?,
+            Some(state) => self.resume(context, "resources/read", state, request.input_responses.clone()).await?,
+            None => self.forward(context, "resources/read", serde_json::to_value(&request).unwrap_or(Value::Null)).await?,
         };
         Ok(match outcome {
             Outcome::Done(value) => ReadResourceResponse::Complete(typed("resources/read", value)?),
@@ -442,14 +462,10 @@ impl ServerHandler for AppsMcp {
         })
     }
 
-    async fn list_prompts(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListPromptsResult, ErrorData> {
-        self.simple(&context, "prompts/list", request).await
-    }
-
-    async fn get_prompt(&self, request: GetPromptRequestParams, context: RequestContext<RoleServer>) -> Result<GetPromptResponse, ErrorData> {
+    async fn get_prompt_counted(&self, request: GetPromptRequestParams, context: &RequestContext<RoleServer>) -> Result<GetPromptResponse, ErrorData> {
         let outcome = match request.request_state.as_deref() {
-            Some(state) => self.resume(&context, "prompts/get", state, request.input_responses.clone()).await?,
-            None => self.forward(&context, "prompts/get", serde_json::to_value(&request).unwrap_or(Value::Null)).await?,
+            Some(state) => self.resume(context, "prompts/get", state, request.input_responses.clone()).await?,
+            None => self.forward(context, "prompts/get", serde_json::to_value(&request).unwrap_or(Value::Null)).await?,
         };
         Ok(match outcome {
             Outcome::Done(value) => GetPromptResponse::Complete(typed("prompts/get", value)?),
@@ -457,70 +473,25 @@ impl ServerHandler for AppsMcp {
         })
     }
 
-    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
-        self.simple(&context, "completion/complete", request).await
-    }
-
-    /// Initialize-era only (rmcp refuses it for 2026-07-28 requests, which use `subscriptions/listen`).
-    #[allow(deprecated)]
-    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.simple::<Value>(&context, "resources/subscribe", request).await.map(|_| ())
-    }
-
-    #[allow(deprecated)]
-    async fn unsubscribe(&self, request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.simple::<Value>(&context, "resources/unsubscribe", request).await.map(|_| ())
-    }
-
-    #[allow(deprecated)]
-    /// Initialize-era only: the 2026-07-28 revision removed `logging/setLevel` (the level is a
-    /// per-request `_meta` key there), so such a request is refused as an unknown method — rmcp
-    /// leaves this one to the handler.
-    async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        if mcp_relay::is_modern(&context) {
-            return Err(ErrorData::method_not_found::<rmcp::model::SetLevelRequestMethod>());
-        }
-        self.simple::<Value>(&context, "logging/setLevel", request).await.map(|_| ())
-    }
-
-    async fn get_task(&self, request: GetTaskParams, _context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
-        self.tasks.get(request)
-    }
-
-    async fn update_task(&self, request: UpdateTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.update(request)
-    }
-
-    async fn cancel_task(&self, request: CancelTaskParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.tasks.cancel(request)
-    }
-
     /// The earlier draft's `tasks/result` and `tasks/list`; other methods rmcp does not know are
     /// forwarded as they are (the module refuses those apps are not asked from a browser).
-    async fn on_custom_request(
+    async fn custom_request_counted(
         &self,
         request: rmcp::model::CustomRequest,
-        context: RequestContext<RoleServer>,
+        context: &RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
         if request.method.starts_with("tasks/") {
             return self.tasks.custom(request).await;
         }
         let method = request.method.as_str();
-        match self.forward(&context, method, request.params.clone().unwrap_or(Value::Null)).await? {
+        match self.forward(context, method, request.params.clone().unwrap_or(Value::Null)).await? {
             Outcome::Done(value) => Ok(rmcp::model::CustomResult(value)),
             Outcome::InputRequired(_) => Err(ErrorData::internal_error(format!("the app asked the client something during '{method}'"), None)),
         }
     }
 
-    /// Accepts what the client asks for; rmcp narrows it to what this endpoint advertises.
-    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(requested.clone())
-    }
-
-    /// 2026-07-28 `subscriptions/listen`: the app's change notifications (tools, prompts,
-    /// resources lists; updates of the subscribed resources) on this request's stream, filtered
-    /// by rmcp to what was accepted, until the client cancels or the gateway shuts down.
-    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+    /// `subscriptions/listen` (see the handler).
+    async fn listen_counted(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let context = subscription.request_context().clone();
         let app_id = target_of(&context.extensions)?.app_id;
         self.running_app(&app_id).await?;
@@ -554,6 +525,153 @@ impl ServerHandler for AppsMcp {
             self.release_resource(&context, &app_id, uri).await;
         }
         Ok(())
+    }
+}
+
+impl ServerHandler for AppsMcp {
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(self.compatibility.versions())
+    }
+
+    /// What rmcp checks requests against: everything an app may offer (the handshake reports the
+    /// app's own capabilities).
+    fn get_info(&self) -> ServerConfig {
+        let latest = self.compatibility.versions().last().cloned().unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .enable_completions()
+            .enable_tasks()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_protocol_version(latest)
+            .with_server_info(Implementation::new("gateway-host", GATEWAY_VERSION).with_title("MCP App gateway"))
+    }
+
+    async fn initialize(&self, request: InitializeRequestParams, context: RequestContext<RoleServer>) -> Result<InitializeResult, ErrorData> {
+        self.counted(&context, "initialize", async {
+            let app = self.running_app(&target_of(&context.extensions)?.app_id).await?;
+            let negotiated = self.negotiate_initialize(&request)?.protocol_version;
+            context.peer.set_peer_info(request.clone());
+            Ok(self.app_info(app).with_protocol_version(negotiated))
+        })
+        .await
+    }
+
+    async fn discover(&self, context: RequestContext<RoleServer>) -> Result<DiscoverResult, ErrorData> {
+        self.counted(&context, "server/discover", async {
+            let app = self.running_app(&target_of(&context.extensions)?.app_id).await?;
+            Ok(DiscoverResult::from_server_info(self.supported_protocol_versions().into_owned(), self.app_info(app)))
+        })
+        .await
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.counted(&context, "ping", async { self.simple::<Value>(&context, "ping", json!({})).await.map(|_| ()) }).await
+    }
+
+    async fn list_tools(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, ErrorData> {
+        self.counted(&context, "tools/list", self.simple(&context, "tools/list", request)).await
+    }
+
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+        self.counted(&context, "tools/call", self.call_tool_counted(request, &context)).await
+    }
+
+    async fn list_resources(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData> {
+        self.counted(&context, "resources/list", self.simple(&context, "resources/list", request)).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.counted(&context, "resources/templates/list", self.simple(&context, "resources/templates/list", request)).await
+    }
+
+    async fn read_resource(&self, request: ReadResourceRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData> {
+        self.counted(&context, "resources/read", self.read_resource_counted(request, &context)).await
+    }
+
+    async fn list_prompts(&self, request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListPromptsResult, ErrorData> {
+        self.counted(&context, "prompts/list", self.simple(&context, "prompts/list", request)).await
+    }
+
+    async fn get_prompt(&self, request: GetPromptRequestParams, context: RequestContext<RoleServer>) -> Result<GetPromptResponse, ErrorData> {
+        self.counted(&context, "prompts/get", self.get_prompt_counted(request, &context)).await
+    }
+
+    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
+        self.counted(&context, "completion/complete", self.simple(&context, "completion/complete", request)).await
+    }
+
+    /// Initialize-era only (rmcp refuses it for 2026-07-28 requests, which use `subscriptions/listen`).
+    #[allow(deprecated)]
+    async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.counted(&context, "resources/subscribe", async { self.simple::<Value>(&context, "resources/subscribe", request).await.map(|_| ()) })
+            .await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.counted(&context, "resources/unsubscribe", async { self.simple::<Value>(&context, "resources/unsubscribe", request).await.map(|_| ()) })
+            .await
+    }
+
+    #[allow(deprecated)]
+    /// Initialize-era only: the 2026-07-28 revision removed `logging/setLevel` (the level is a
+    /// per-request `_meta` key there), so such a request is refused as an unknown method — rmcp
+    /// leaves this one to the handler.
+    async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.counted(&context, "logging/setLevel", async {
+            if mcp_relay::is_modern(&context) {
+                return Err(ErrorData::method_not_found::<rmcp::model::SetLevelRequestMethod>());
+            }
+            self.simple::<Value>(&context, "logging/setLevel", request).await.map(|_| ())
+        })
+        .await
+    }
+
+    async fn get_task(&self, request: GetTaskParams, context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
+        self.counted(&context, "tasks/get", async { self.tasks.get(request) }).await
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.counted(&context, "tasks/update", async { self.tasks.update(request) }).await
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.counted(&context, "tasks/cancel", async { self.tasks.cancel(request) }).await
+    }
+
+    /// The earlier draft's `tasks/result` and `tasks/list`; other methods rmcp does not know are
+    /// forwarded as they are (the module refuses those apps are not asked from a browser).
+    async fn on_custom_request(
+        &self,
+        request: rmcp::model::CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        let method = request.method.clone();
+        self.counted(&context, &method, self.custom_request_counted(request, &context)).await
+    }
+
+    /// Accepts what the client asks for; rmcp narrows it to what this endpoint advertises.
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: the app's change notifications (tools, prompts,
+    /// resources lists; updates of the subscribed resources) on this request's stream, filtered
+    /// by rmcp to what was accepted, until the client cancels or the gateway shuts down.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let context = subscription.request_context().clone();
+        self.counted(&context, "subscriptions/listen", self.listen_counted(subscription)).await
     }
 
     /// An initialize-era session gets the app's notifications (list changes, resource updates,

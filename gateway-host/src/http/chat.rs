@@ -103,7 +103,8 @@ pub async fn post(State(state): State<Arc<GatewayState>>, body: Result<Bytes, By
     let cancel = CancellationToken::new();
     let chat = state.chat.clone();
     let turn_cancel = cancel.clone();
-    tokio::spawn(async move {
+    // Tracked, so that a graceful shutdown lets the turn finish.
+    state.turns.spawn(async move {
         chat.run_turn(TurnRequest { session_id, message, app_events }, frames, turn_cancel).await;
     });
     // The stream owns the guard: a client that goes away cancels the turn.

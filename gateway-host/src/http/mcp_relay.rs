@@ -129,6 +129,7 @@ pub async fn drive<T: Send + 'static>(
                     // 2026-07-28: no server-to-client requests; the client answers by retrying.
                     match serde_json::from_value::<InputRequest>(body) {
                         Ok(input) => {
+                            module.set_waiting_on_client(call.call_id, true);
                             let state = parked.park(call);
                             let requests = [(key, input)].into_iter().collect();
                             return Ok(Outcome::InputRequired(InputRequiredResult::new(Some(requests), Some(state))));
@@ -167,6 +168,7 @@ pub async fn resume<T>(
     let Some(call) = parked.take(request_state) else {
         return Err(ErrorData::invalid_params("unknown or expired requestState", None));
     };
+    module.set_waiting_on_client(call.call_id, false);
     for (key, answer) in input_responses.unwrap_or_default() {
         module.respond(call.call_id, &key, Ok(answer)).await;
     }

@@ -37,8 +37,10 @@ mod mcp_sessions;
 mod jsonrpc_gate;
 mod mcp_relay;
 mod mcp_tasks;
+mod metrics;
 pub mod sandbox;
 mod tools;
+mod workspace_mcp;
 
 /// What every handler may need.
 pub struct GatewayState {
@@ -49,14 +51,20 @@ pub struct GatewayState {
     pub sandbox: sandbox::SandboxSite,
     /// Auth rules and browser sessions (R36), fixed at startup.
     pub auth: auth::AuthPolicy,
+    /// The configuration the module's apps come from, and the workspace's MCP servers (R40).
+    pub workspace: Arc<crate::workspace::Workspace>,
     /// The native tool registry (R30) the agent and `/mcp` read from.
     pub tools: Arc<ToolRegistry>,
     /// Cancelled when the gateway shuts down (ends `/mcp` sessions and streams).
     pub shutdown: CancellationToken,
+    /// The chat turns running; a graceful shutdown waits for them.
+    pub turns: tokio_util::task::TaskTracker,
     /// The agent's chat and its sessions (R33–R35).
     pub chat: Arc<crate::chat::agent::Chat>,
     /// The `/apps/mcp/{appId}` endpoint (rmcp's Streamable HTTP server with the app proxy).
     pub apps_mcp: StreamableHttpService<apps_mcp::AppsMcp, LocalSessionManager>,
+    /// What `GET /metrics` reports; the registry, the chat and `/apps/mcp` count into it.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl GatewayState {
@@ -66,13 +74,17 @@ impl GatewayState {
     pub fn new(
         module: Arc<ModuleHost>,
         settings: Settings,
+        workspace: Arc<crate::workspace::Workspace>,
         bound: Vec<SocketAddr>,
         sandbox_bound: Vec<SocketAddr>,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let sandbox = sandbox::SandboxSite::from_settings(&settings, sandbox_bound)?;
         let auth = auth::AuthPolicy::from_settings(&settings, &bound)?;
         tracing::info!("{}", auth.describe());
-        let tools = ToolRegistry::new(module.clone(), Preference::from_config(settings.get("Tools:Preference")));
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        // Before the apps start (serve.rs starts them after this), so every restart is seen.
+        metrics.follow_module(&module);
+        let tools = ToolRegistry::new(module.clone(), Preference::from_config(settings.get("Tools:Preference")), metrics.clone());
         let store = crate::chat::open_store(&settings)?;
         tracing::info!("Chat sessions: {} store", store.kind());
         let provider = crate::chat::provider::AgentConfig::from_settings(&settings).map(crate::chat::provider::Provider::new);
@@ -80,7 +92,7 @@ impl GatewayState {
             tracing::info!("Chat agent: {why}");
         }
         let shared_sessions = mcp_sessions::for_store(&store);
-        let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider));
+        let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider, metrics.clone()));
         let shutdown = CancellationToken::new();
         let apps_mcp = apps_mcp::service(
             module.clone(),
@@ -88,6 +100,7 @@ impl GatewayState {
             apps_mcp::max_request_bytes(&settings),
             shared_sessions,
             shutdown.child_token(),
+            metrics.clone(),
         );
         Ok(GatewayState {
             module,
@@ -95,10 +108,13 @@ impl GatewayState {
             bound,
             sandbox,
             auth,
+            workspace,
             tools,
             shutdown,
+            turns: tokio_util::task::TaskTracker::new(),
             chat,
             apps_mcp,
+            metrics,
         })
     }
 }
@@ -110,6 +126,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
     let session_end = axum::middleware::from_fn(gateway_mcp::session_end_status);
     Router::new()
         .route("/healthz", get(health::healthz))
+        .route("/metrics", get(metrics::scrape))
         .route("/auth/session", post(auth::create_session))
         .route("/", get(host_page::to_page))
         .route("/apps", get(host_page::to_page))
@@ -120,6 +137,8 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/tools", get(tools::list))
         .route("/admin/module", post(admin::swap_module))
         .route("/admin/mcpapps/reload", post(admin::reload_apps))
+        .route("/admin/workspace/mcp", get(workspace_mcp::list).post(workspace_mcp::add))
+        .route("/admin/workspace/mcp/{id}", get(workspace_mcp::get).put(workspace_mcp::change).delete(workspace_mcp::remove))
         .route("/admin/mcpapps/{id}/start", post(admin::start_app))
         .route("/admin/mcpapps/{id}/stop", post(admin::stop_app))
         .route("/apps/chat", post(chat::post).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BYTES)))

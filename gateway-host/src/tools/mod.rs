@@ -19,6 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::metrics::{Metrics, ToolOutcome};
 use crate::module_host::ModuleHost;
 use builtin::Builtin;
 use names::ProviderNames;
@@ -86,14 +87,17 @@ pub struct ToolRegistry {
     /// Last choice logged per contested name, so a choice is logged when it is made or changes.
     choices: Mutex<HashMap<String, String>>,
     changes: broadcast::Sender<()>,
+    /// Where every call is counted and timed (`gateway_tool_calls_total`, `…_duration_seconds`).
+    metrics: Arc<Metrics>,
 }
 
 impl ToolRegistry {
-    pub fn new(module: Arc<ModuleHost>, preference: Preference) -> Arc<ToolRegistry> {
+    pub fn new(module: Arc<ModuleHost>, preference: Preference, metrics: Arc<Metrics>) -> Arc<ToolRegistry> {
         let (changes, _) = broadcast::channel(64);
         Arc::new(ToolRegistry {
             module,
             preference,
+            metrics,
             snapshot: RwLock::new(Snapshot::default()),
             choices: Mutex::new(HashMap::new()),
             changes,
@@ -221,17 +225,45 @@ impl ToolRegistry {
     /// Calls the model's tool `name` (already resolved by preference) under `call_id` (see
     /// [`ModuleHost::next_call_id`]), with the request's `_meta` (e.g. the caller's progress
     /// token) and `extra` (e.g. the relay opt-in, `host_abi::relay`), both JSON objects or null.
+    ///
+    /// Every call of a tool the registry has is counted and timed here, the one place both `/mcp`
+    /// and the chat agent call through; a call whose caller stops waiting counts as cancelled.
     pub async fn call_with(&self, name: &str, arguments_json: &str, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
         let Some(spec) = self.resolved(name) else {
             return ToolResult::error(format!("unknown tool '{name}'"));
         };
+        let timer = match &spec.source {
+            ToolSource::Builtin(_) => self.metrics.tool_call(&spec.provider_id, &spec.name),
+            ToolSource::Module { app_id, tool_name } => self.metrics.tool_call(app_id, tool_name),
+        };
+        let (result, outcome) = self.run(&spec, name, arguments_json, call_id, meta, extra).await;
+        // An error with the app's result is the tool's own (`isError`); one without had no result
+        // (the app is not running, refused the call with a JSON-RPC error, timed out…).
+        timer.finish(outcome.unwrap_or(match (result.is_error, result.raw.is_some()) {
+            (false, _) => ToolOutcome::Ok,
+            (true, true) => ToolOutcome::Error,
+            (true, false) => ToolOutcome::Failed,
+        }));
+        result
+    }
+
+    /// The call itself; the outcome when the result does not tell it (the module call failed).
+    async fn run(
+        &self,
+        spec: &ToolSpec,
+        name: &str,
+        arguments_json: &str,
+        call_id: u64,
+        meta: &Value,
+        extra: &Value,
+    ) -> (ToolResult, Option<ToolOutcome>) {
         match &spec.source {
             ToolSource::Builtin(builtin) => {
                 let args = match parse_object(arguments_json) {
                     Ok(a) => a,
-                    Err(e) => return ToolResult::error(format!("invalid arguments for tool '{name}': {e}")),
+                    Err(e) => return (ToolResult::error(format!("invalid arguments for tool '{name}': {e}")), None),
                 };
-                builtin::call(*builtin, &self.module, &args).await
+                (builtin::call(*builtin, &self.module, &args).await, None)
             }
             ToolSource::Module { app_id, tool_name } => {
                 let json_or = |v: &Value, empty: &str| if v.is_object() { v.to_string() } else { empty.to_string() };
@@ -244,14 +276,20 @@ impl ToolRegistry {
                     extra_json: json_or(extra, "{}").into(),
                 };
                 match self.module.call_tool(request).await {
-                    Ok(outcome) => ToolResult {
-                        is_error: outcome.is_error,
-                        text: outcome.text.into_string(),
-                        structured: serde_json::from_str(outcome.structured_content_json.as_str()).ok(),
-                        ui_resource_uri: Some(outcome.ui_resource_uri.into_string()).filter(|u| !u.is_empty()),
-                        raw: serde_json::from_str(outcome.raw_result_json.as_str()).ok(),
-                    },
-                    Err(e) => ToolResult::error(e),
+                    Ok(outcome) => (
+                        ToolResult {
+                            is_error: outcome.is_error,
+                            text: outcome.text.into_string(),
+                            structured: serde_json::from_str(outcome.structured_content_json.as_str()).ok(),
+                            ui_resource_uri: Some(outcome.ui_resource_uri.into_string()).filter(|u| !u.is_empty()),
+                            raw: serde_json::from_str(outcome.raw_result_json.as_str()).ok(),
+                        },
+                        None,
+                    ),
+                    Err(e) => {
+                        let cancelled = e.code.as_str() == host_abi::error_code::CANCELLED;
+                        (ToolResult::error(e), Some(if cancelled { ToolOutcome::Cancelled } else { ToolOutcome::Failed }))
+                    }
                 }
             }
         }

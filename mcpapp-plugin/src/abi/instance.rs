@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RString, RVec};
-use host_abi::payloads::{Respond, Responded, ValidateParams};
+use host_abi::payloads::{ReconfigureParams, Respond, Responded, ValidateParams};
 use host_abi::jsonrpc;
 use host_abi::{
     error_code, AbiError, AbiFuture, AppDescriptor, ForwardRequest, ForwardResponse, HostSinkBox, ModuleConfig,
@@ -373,6 +373,14 @@ async fn invoke(core: &Core, method: &str, params: &str, cancel: &CancellationTo
             let ValidateParams { paths } = serde_json::from_value(params.clone()).unwrap_or_default();
             let results = tokio::task::block_in_place(|| crate::apps::validate::validate_paths(&paths, &core.host_version));
             Ok(Value::Array(results).to_string().into())
+        }
+        // The host re-read its configuration (reload) or changed the workspace's MCP servers.
+        host_abi::payloads::RECONFIGURE => {
+            let ReconfigureParams { config, explicit } = serde_json::from_value(params.clone()).unwrap_or_default();
+            if !config.is_object() {
+                return Err(AbiError::new(error_code::INVALID_ARGUMENT, "registry.reconfigure needs the configuration as a JSON object in `config`"));
+            }
+            Ok(core.registry.reconfigure(config, explicit).await.to_string().into())
         }
         // The caller's client answered an app's question of a relayed call (host_abi::relay).
         host_abi::relay::RESPOND => {

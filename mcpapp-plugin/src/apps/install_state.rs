@@ -191,7 +191,15 @@ impl InstallState {
     /// Whether a reload must restart this app: its effective manifest changed, or it was not
     /// startable before and may be now.
     pub fn differs_from(&self, newer: &InstallState) -> bool {
-        self.fingerprint() != newer.fingerprint() || self.manifest_path != newer.manifest_path
+        self.fingerprint() != newer.fingerprint()
+            || self.manifest_path != newer.manifest_path
+            || self.admitted() != newer.admitted()
+    }
+
+    /// Whether discovery let this app run: not disabled (Deny, `Entries.{id}.Enabled`) and
+    /// without validation errors. A policy change flips this without touching the manifest.
+    fn admitted(&self) -> bool {
+        self.state != AppState::Disabled && self.validation_errors.is_empty()
     }
 
     /// `validation_errors` as `field: message` strings (what `/apps/health` shows).

@@ -406,6 +406,9 @@ impl Manifest {
     pub fn validate(&self) -> Vec<ValidationError> {
         let mut errors = Vec::new();
         validate_id(&self.id, &mut errors);
+        if let Err(message) = check_semantic_version(&self.version) {
+            errors.push(ValidationError::new("version", message));
+        }
         if let Some(v) = &self.min_host_version {
             if parse_version(v).is_none() {
                 errors.push(ValidationError::new(
@@ -852,6 +855,16 @@ pub fn parse_version(v: &str) -> Option<Vec<u64>> {
         .collect()
 }
 
+/// `version` must be a semantic version (semver.org 2.0.0): `MAJOR.MINOR.PATCH`, each a number
+/// without leading zeros, optionally followed by `-pre.release` and `+build` (`1.4.0`,
+/// `2.0.0-beta.1`). Unlike [`parse_version`] (used for `minHostVersion` comparisons), this is
+/// strict: `1.2`, `v1.2.3` and `banana` are refused.
+pub fn check_semantic_version(v: &str) -> Result<(), String> {
+    semver::Version::parse(v)
+        .map(drop)
+        .map_err(|e| format!("'{v}' is not a semantic version (MAJOR.MINOR.PATCH, e.g. 1.2.0): {e}"))
+}
+
 /// Numeric comparison of two versions (missing components count as 0); `None` if either is unparsable.
 pub fn compare_versions(a: &str, b: &str) -> Option<Ordering> {
     Some(compare_parsed(&parse_version(a)?, &parse_version(b)?))
@@ -1219,6 +1232,22 @@ mod tests {
         assert_eq!(fields(&bad.all_errors()), ["minHostVersion"]);
         assert_eq!(bad.manifest.check_host_version("1.0.0").unwrap_err().field, "minHostVersion");
         assert!(parse(json!({"id": "a", "command": "x"})).manifest.check_host_version("garbage").is_ok());
+    }
+
+    #[test]
+    fn version_must_be_a_semantic_version() {
+        for good in ["1.2.3", "0.1.0", "2.0.0-beta.1", "1.0.0+build.5", "10.20.30-rc.1+sha.abc"] {
+            let errs = parse(json!({"id": "a", "command": "x", "version": good})).all_errors();
+            assert!(errs.is_empty(), "{good}: {errs:?}");
+        }
+        for bad in ["1.2", "banana", "v1.2.3", "1.2.3.4", "01.2.3", "1.2.3-"] {
+            let err = Manifest::from_json_str(&json!({"id": "a", "command": "x", "version": bad}).to_string(), &p()).unwrap_err();
+            assert_eq!(fields(&err.errors), ["version"], "{bad}");
+            let message = &err.errors[0].message;
+            assert!(message.contains(bad) && message.contains("is not a semantic version"), "{bad}: {message}");
+        }
+        // No version at all (or a blank one) is the default, which is one.
+        assert!(parse(json!({"id": "a", "command": "x"})).all_errors().is_empty());
     }
 
     #[test]

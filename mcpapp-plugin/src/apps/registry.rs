@@ -15,30 +15,44 @@ use crate::upstream::app_server::{AppContext, AppKind, AppServer};
 
 pub struct Registry {
     ctx: Arc<AppContext>,
-    config: McpAppsConfig,
-    /// The whole configuration (for `Plugins.Mcp`) and the folder its paths resolve against.
-    root_config: serde_json::Value,
-    config_dir: std::path::PathBuf,
+    /// What the registry is built from; replaced by [`Registry::reconfigure`].
+    sources: RwLock<Sources>,
     /// Apps in discovery order.
     apps: RwLock<Vec<Arc<AppServer>>>,
     /// Serialises reloads (a watcher event and an admin call may coincide).
     reload_lock: tokio::sync::Mutex<()>,
 }
 
+/// The configuration the apps come from: the `McpApps` section (discovery, entries, policy), the
+/// whole document (for `Plugins.Mcp`), and the folder its relative paths resolve against.
+struct Sources {
+    config: McpAppsConfig,
+    root_config: Value,
+    config_dir: std::path::PathBuf,
+}
+
 impl Registry {
     pub fn new(ctx: Arc<AppContext>, config: McpAppsConfig, root_config: Value, config_dir: std::path::PathBuf) -> Registry {
         Registry {
             ctx,
-            config,
-            root_config,
-            config_dir,
+            sources: RwLock::new(Sources { config, root_config, config_dir }),
             apps: RwLock::new(Vec::new()),
             reload_lock: tokio::sync::Mutex::new(()),
         }
     }
 
-    pub fn config(&self) -> &McpAppsConfig {
-        &self.config
+    /// Takes a new configuration document (the host re-read its file, or changed the workspace's
+    /// MCP servers) and reloads against it: apps and servers whose effective definition did not
+    /// change are left alone, so editing one server never touches the others. The folders the
+    /// watcher follows stay those of the start (a new `DiscoveryPaths` entry is scanned on every
+    /// reload, but edits inside it are noticed only after a restart).
+    pub async fn reconfigure(&self, root_config: Value, explicit: bool) -> Value {
+        {
+            let mut sources = self.sources.write();
+            sources.config = McpAppsConfig::from_config(&root_config, &sources.config_dir);
+            sources.root_config = root_config;
+        }
+        self.reload(explicit).await
     }
 
     pub fn apps(&self) -> Vec<Arc<AppServer>> {
@@ -51,7 +65,8 @@ impl Registry {
 
     /// Scans the discovery paths without touching running apps.
     pub fn discover(&self) -> DiscoveryReport {
-        discovery::discover(&self.config, Some(&self.ctx.host_version))
+        let config = self.sources.read().config.clone();
+        discovery::discover(&config, Some(&self.ctx.host_version))
     }
 
     /// Re-runs discovery: new apps start, removed ones stop, changed ones restart, unchanged ones are
@@ -63,7 +78,10 @@ impl Registry {
     pub async fn reload(&self, explicit: bool) -> Value {
         let _guard = self.reload_lock.lock().await;
         let report = tokio::task::block_in_place(|| self.discover());
-        let servers = crate::apps::mcp_servers::installs(&self.root_config, &self.config_dir);
+        let servers = {
+            let sources = self.sources.read();
+            crate::apps::mcp_servers::installs(&sources.root_config, &sources.config_dir)
+        };
         let found = report
             .apps
             .iter()

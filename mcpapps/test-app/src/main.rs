@@ -617,6 +617,8 @@ impl ServerHandler for TestApp {
             }
             "slow" => match args.get("ms").and_then(Value::as_u64) {
                 Some(ms) => {
+                    // Tests wait for this line (the gateway logs an app's stderr) to know the call is under way.
+                    eprintln!("test-app: slow {ms} ms started");
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(ms)) => text_result(format!("slept {ms}")),
                         _ = context.ct.cancelled() => tool_error("slow cancelled"),

@@ -1,0 +1,169 @@
+//! `/admin/workspace/mcp` (R40): the workspace's standard MCP servers, listed, added, changed and
+//! removed while the gateway serves. Each change is written to the workspace file and reloads
+//! that one server (its tools join or leave the registry; `/mcp` clients get
+//! `notifications/tools/list_changed`); nothing else restarts. MCP Apps are not managed here.
+//! Like every admin route, the gateway token as a Bearer header is needed, on loopback too.
+//!
+//! - `GET /admin/workspace/mcp`: every server — the configuration file's (read-only) and the
+//!   workspace's — with its state.
+//! - `POST /admin/workspace/mcp` `{"id": …, "transport": …, …}`: add (201; 409 if the id exists).
+//! - `GET|PUT|DELETE /admin/workspace/mcp/{id}`: one server; `PUT` replaces (or adds) it.
+//!
+//! The rules of a definition (the command allowlist above all) are in [`crate::workspace`].
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+
+use super::admin::module_failure;
+use super::auth::json_error;
+use super::GatewayState;
+use crate::workspace::{ServerDefinition, WorkspaceError};
+
+/// Registry keys of standard servers: `mcp:{id}` (the tool provider id as well).
+fn key(id: &str) -> String {
+    format!("mcp:{id}")
+}
+
+/// `GET /admin/workspace/mcp`.
+pub async fn list(State(state): State<Arc<GatewayState>>, headers: HeaderMap) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(&headers) {
+        return refusal;
+    }
+    let live = live_states(&state).await;
+    let servers: Vec<Value> = state
+        .workspace
+        .list()
+        .into_iter()
+        .map(|mut entry| {
+            let id = entry["id"].as_str().unwrap_or_default().to_string();
+            entry["status"] = live.get(&key(&id)).cloned().unwrap_or(Value::Null);
+            entry
+        })
+        .collect();
+    Json(json!({ "servers": servers })).into_response()
+}
+
+/// `GET /admin/workspace/mcp/{id}`.
+pub async fn get(State(state): State<Arc<GatewayState>>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(&headers) {
+        return refusal;
+    }
+    match state.workspace.get(&id) {
+        Some(definition) => Json(one(&state, &id, &definition, None).await).into_response(),
+        None => refusal(&WorkspaceError::Missing(id)),
+    }
+}
+
+/// `POST /admin/workspace/mcp`: the body is a definition with its `id`.
+pub async fn add(State(state): State<Arc<GatewayState>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(&headers) {
+        return refusal;
+    }
+    let mut body = match parse(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let Some(id) = body.as_object_mut().and_then(|o| o.remove("id")).and_then(|v| v.as_str().map(String::from)) else {
+        return json_error(StatusCode::BAD_REQUEST, "bad_definition", "id: the server's id is required (a string)");
+    };
+    write(&state, &id, body, true).await
+}
+
+/// `PUT /admin/workspace/mcp/{id}`: the body is the whole new definition.
+pub async fn change(State(state): State<Arc<GatewayState>>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(&headers) {
+        return refusal;
+    }
+    let mut body = match parse(&body) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    // An `id` in the body must agree with the path.
+    if let Some(named) = body.as_object_mut().and_then(|o| o.remove("id")) {
+        if named.as_str() != Some(id.as_str()) {
+            return json_error(StatusCode::BAD_REQUEST, "bad_definition", format!("id: the body names {named}, the path '{id}'"));
+        }
+    }
+    write(&state, &id, body, false).await
+}
+
+/// `DELETE /admin/workspace/mcp/{id}`.
+pub async fn remove(State(state): State<Arc<GatewayState>>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(&headers) {
+        return refusal;
+    }
+    match state.workspace.remove(&state.module, &id).await {
+        Ok(report) => {
+            // The answer comes after the registry (and /mcp's list) shows the change.
+            state.tools.refresh().await;
+            Json(json!({ "ok": true, "id": id, "reload": report })).into_response()
+        }
+        Err(e) => refusal(&e),
+    }
+}
+
+async fn write(state: &GatewayState, id: &str, body: Value, create: bool) -> Response {
+    let definition: ServerDefinition = match serde_json::from_value(body) {
+        Ok(definition) => definition,
+        Err(e) => return json_error(StatusCode::BAD_REQUEST, "bad_definition", format!("the definition does not read: {e}")),
+    };
+    let existed = state.workspace.get(id).is_some();
+    match state.workspace.put(&state.module, id, definition.clone(), create).await {
+        Ok(report) => {
+            state.tools.refresh().await;
+            let status = if existed { StatusCode::OK } else { StatusCode::CREATED };
+            (status, Json(one(state, id, &definition, Some(report)).await)).into_response()
+        }
+        Err(e) => refusal(&e),
+    }
+}
+
+/// A server as the routes answer it: its definition, its live state, and the reload's report.
+async fn one(state: &GatewayState, id: &str, definition: &ServerDefinition, reload: Option<host_abi::payloads::ReloadReport>) -> Value {
+    let status = live_states(state).await.remove(&key(id)).unwrap_or(Value::Null);
+    let mut out = json!({ "ok": true, "id": id, "source": "workspace", "definition": definition, "status": status });
+    if let Some(reload) = reload {
+        out["reload"] = serde_json::to_value(reload).unwrap_or(Value::Null);
+    }
+    out
+}
+
+/// The module's view of every registry entry, by key, as `/apps/health` shows an app.
+async fn live_states(state: &GatewayState) -> std::collections::HashMap<String, Value> {
+    match state.module.list_apps().await {
+        Ok(apps) => apps.iter().map(|a| (a.id.as_str().to_string(), crate::module_host::app_json(a))).collect(),
+        Err(e) => {
+            tracing::warn!("cannot list the module's servers: {e}");
+            Default::default()
+        }
+    }
+}
+
+fn parse(body: &[u8]) -> Result<Value, Response> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(value) if value.is_object() => Ok(value),
+        Ok(_) => Err(json_error(StatusCode::BAD_REQUEST, "bad_definition", "the body must be a JSON object")),
+        Err(e) => Err(json_error(StatusCode::BAD_REQUEST, "bad_json", format!("the body is not JSON: {e}"))),
+    }
+}
+
+fn refusal(error: &WorkspaceError) -> Response {
+    let (status, code) = match error {
+        WorkspaceError::Invalid(_) => (StatusCode::BAD_REQUEST, "bad_definition"),
+        WorkspaceError::NotAllowed { .. } => (StatusCode::BAD_REQUEST, "command_not_allowed"),
+        WorkspaceError::InConfiguration(_) => (StatusCode::CONFLICT, "defined_in_configuration"),
+        WorkspaceError::Exists(_) => (StatusCode::CONFLICT, "exists"),
+        WorkspaceError::Missing(_) => (StatusCode::NOT_FOUND, "no_such_server"),
+        WorkspaceError::Module(e) => return module_failure(e),
+        WorkspaceError::Write { .. } | WorkspaceError::Corrupt { .. } | WorkspaceError::Settings(_) => {
+            (StatusCode::INTERNAL_SERVER_ERROR, "workspace_unavailable")
+        }
+    };
+    json_error(status, code, error.to_string())
+}
