@@ -247,6 +247,9 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
         (r#"[{"jsonrpc":"2.0","id":"a","method":"ping"}]"#, -32600, "batches"),
         ("42", -32600, "Invalid Request"),
         (r#"{"jsonrpc":"2.0","id":3}"#, -32600, "Invalid Request"),
+        // Strict input (issue 16): a body that means two things to two parsers is refused.
+        (r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","method":"tools/list"}"#, -32600, "\"method\" appears twice"),
+        (r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","Name":"crash"}}"#, -32600, "differ only in case"),
     ] {
         let reply = post_raw(&gw, "t", &session, body);
         assert_eq!(reply.status, 400, "{body}: {}", reply.text);

@@ -206,7 +206,7 @@ pub fn app_descriptor(app: &AppServer) -> AppDescriptor {
     let m = st.manifest.as_ref();
     // What the running app declares wins over the manifest (SPEC R19).
     let (has_ui, ui_resource_uri) = crate::upstream::catalog::ui_of(
-        live_catalog.as_ref(),
+        live_catalog.as_deref(),
         m.is_some_and(|m| m.has_ui),
         m.and_then(|m| m.ui_resource_uri.as_deref()),
     );
