@@ -336,27 +336,14 @@ mod tests {
     #[test]
     fn every_key_the_host_reads_is_listed() {
         let mut found = Vec::new();
-        let mut stack = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                if path.extension().is_none_or(|e| e != "rs") {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).unwrap();
-                let product = text.split("#[cfg(test)]").next().unwrap_or("");
-                // String literals made of `Word:Word…` only.
-                for literal in product.split('"').skip(1).step_by(2) {
-                    let segments: Vec<&str> = literal.split(':').collect();
-                    let lookup = segments.len() >= 2
-                        && segments.iter().all(|s| s.starts_with(|c: char| c.is_ascii_uppercase()) && s.chars().all(|c| c.is_ascii_alphanumeric()));
-                    if lookup {
-                        found.push((path.display().to_string(), literal.to_string(), listed(&segments)));
-                    }
+        for (path, product) in crate::test_support::product_sources() {
+            // String literals made of `Word:Word…` only.
+            for literal in product.split('"').skip(1).step_by(2) {
+                let segments: Vec<&str> = literal.split(':').collect();
+                let lookup = segments.len() >= 2
+                    && segments.iter().all(|s| s.starts_with(|c: char| c.is_ascii_uppercase()) && s.chars().all(|c| c.is_ascii_alphanumeric()));
+                if lookup {
+                    found.push((path.display().to_string(), literal.to_string(), listed(&segments)));
                 }
             }
         }

@@ -24,6 +24,8 @@ mod serve;
 mod settings;
 mod tools;
 mod workspace;
+#[cfg(test)]
+mod test_support;
 
 /// The error of the gateway's commands and startup: anything with a message.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -526,27 +526,13 @@ mod tests {
             "[\"validationErrors\"]", "[\"disabledReason\"]", "[\"lastError\"]", "[\"started\"]", "[\"capabilities\"]",
         ];
         let mut offenders = Vec::new();
-        let mut stack = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
-        while let Some(dir) = stack.pop() {
-            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
-                let path = entry.path();
-                if path.is_dir() {
-                    stack.push(path);
-                    continue;
-                }
-                if path.extension().is_none_or(|e| e != "rs") {
-                    continue;
-                }
-                let text = std::fs::read_to_string(&path).unwrap();
-                // Unit tests build payloads on purpose; the product code is what counts.
-                let product = text.split("#[cfg(test)]").next().unwrap_or("");
-                for (n, line) in product.lines().enumerate() {
-                    let code = line.split("//").next().unwrap_or("");
-                    let reads_detail = code.contains("detail_json") && !code.contains("AppDetail::from_json(");
-                    let looks_up = PAYLOAD_KEYS.iter().any(|k| code.contains(k));
-                    if reads_detail || looks_up {
-                        offenders.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
-                    }
+        for (path, product) in crate::test_support::product_sources() {
+            for (n, line) in product.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                let reads_detail = code.contains("detail_json") && !code.contains("AppDetail::from_json(");
+                let looks_up = PAYLOAD_KEYS.iter().any(|k| code.contains(k));
+                if reads_detail || looks_up {
+                    offenders.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
                 }
             }
         }
