@@ -69,24 +69,6 @@ pub const METHODS: &[&str] = &[
 /// runs into the usual request timeouts.
 const TOOL_CALL_BUCKETS: [f64; 14] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0];
 
-/// The states `gateway_app_state` reports for every app (1 for the current one, 0 for the rest),
-/// so that a query for one state never finds the series missing.
-const STATES: [AppState; 7] =
-    [AppState::Discovered, AppState::Validated, AppState::Loaded, AppState::Running, AppState::Stopped, AppState::Failed, AppState::Disabled];
-
-fn state_name(state: AppState) -> &'static str {
-    match state {
-        AppState::Discovered => "discovered",
-        AppState::Validated => "validated",
-        AppState::Loaded => "loaded",
-        AppState::Running => "running",
-        AppState::Stopped => "stopped",
-        AppState::Failed => "failed",
-        AppState::Disabled => "disabled",
-        AppState::Unknown => "unknown",
-    }
-}
-
 /// How a model-side tool call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolOutcome {
@@ -418,12 +400,12 @@ impl Metrics {
             let id = app.id.as_str();
             self.remember_app(id);
             let current = AppState::of(app.state.as_str());
-            for state in STATES {
+            for state in AppState::KNOWN {
                 let value = i64::from(state == current);
-                self.app_state.get_or_create(&AppStateLabels { app: id.to_string(), state: state_name(state) }).set(value);
+                self.app_state.get_or_create(&AppStateLabels { app: id.to_string(), state: state.as_str() }).set(value);
             }
             if current == AppState::Unknown {
-                self.app_state.get_or_create(&AppStateLabels { app: id.to_string(), state: state_name(current) }).set(1);
+                self.app_state.get_or_create(&AppStateLabels { app: id.to_string(), state: current.as_str() }).set(1);
             }
             // A restart counter for every app, 0 until it restarts.
             let _ = self.app_restarts.get_or_create(&AppLabels { app: id.to_string() });

@@ -55,9 +55,34 @@ pub enum Transport {
 }
 
 impl AppState {
+    /// Every state this interface version knows (not [`AppState::Unknown`]).
+    pub const KNOWN: [AppState; 7] = [
+        AppState::Discovered,
+        AppState::Validated,
+        AppState::Loaded,
+        AppState::Running,
+        AppState::Stopped,
+        AppState::Failed,
+        AppState::Disabled,
+    ];
+
     /// Reads `AppDescriptor::state` (unknown names are [`AppState::Unknown`]).
     pub fn of(name: &str) -> AppState {
         serde_json::from_value(Value::String(name.to_string())).unwrap_or_default()
+    }
+
+    /// The name on the wire (`"running"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppState::Discovered => "discovered",
+            AppState::Validated => "validated",
+            AppState::Loaded => "loaded",
+            AppState::Running => "running",
+            AppState::Stopped => "stopped",
+            AppState::Failed => "failed",
+            AppState::Disabled => "disabled",
+            AppState::Unknown => "unknown",
+        }
     }
 }
 
