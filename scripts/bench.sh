@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs the gateway benchmarks (see BENCHMARKS.md) and prints their tables. Builds first.
+# Runs the gateway benchmarks (the `bench` crate, see BENCHMARKS.md) and rewrites BENCHMARKS.md's
+# results section. Builds the release artefacts first. Pass `--quick` for short runs; to run one
+# scenario instead: cargo run --release -p bench -- proxy|boundary|discovery|startup|memory|peers|chat [--quick]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace
-(cd tests/js && npm ci --no-audit --no-fund --loglevel=error && node bench/gateway-overhead.mjs "$@")
+exec cargo run --release -p bench -- all "$@"

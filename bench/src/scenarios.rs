@@ -1,0 +1,487 @@
+//! The scenarios. Each returns its JSON object (printed by main as the last stdout line).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+pub struct Opts {
+    pub quick: bool,
+}
+
+fn tempdir(prefix: &str) -> Res<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| e.to_string())
+}
+
+/// The `/mcp` name of an app's tool: found in the gateway's `tools/list`.
+pub async fn gateway_tool_name(
+    client: &reqwest::Client,
+    gw: &Gateway,
+    app: &str,
+    tool: &str,
+) -> Res<String> {
+    // The native registry may learn an app's tools a moment after /apps/health says running.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let list = McpRequest::new(&format!("{}/mcp", gw.url), "tools/list", json!({}))
+            .send(client)
+            .await?;
+        let names: Vec<String> = list["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str().map(str::to_string))
+            .collect();
+        if let Some(n) = names
+            .iter()
+            .find(|n| n.starts_with(app) && n.ends_with(tool))
+        {
+            return Ok(n.clone());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no tool for {app}/{tool} in /mcp tools/list: {names:?}"
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// proxy
+// ---------------------------------------------------------------------------------------------
+
+pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
+    let (rounds, secs) = if o.quick { (3, 1.2) } else { (5, 3.0) };
+    let dir = tempdir("bench-proxy-")?;
+    let apps = dir.path().join("apps");
+    let port = free_port();
+    write_manifest(&apps, "web", &http_app(art, "web", port))?;
+    let gw = Gateway::start(art, dir, &gateway_config(&apps), &[])?;
+    let client = http_client();
+    gw.wait_running(&client, &["web".into()], Duration::from_secs(30))
+        .await?;
+    let mcp_name = gateway_tool_name(&client, &gw, "web", "echo").await?;
+    log(format!(
+        "proxy: gateway {} (pid {}), app on port {port}, /mcp tool {mcp_name}",
+        gw.url,
+        gw.pid()
+    ));
+    let args = json!({ "text": "bench" });
+    let targets = [
+        (
+            "direct",
+            McpRequest::tool_call(
+                &format!("http://127.0.0.1:{port}/mcp"),
+                "echo",
+                args.clone(),
+            ),
+        ),
+        (
+            "apps_mcp",
+            McpRequest::tool_call(&format!("{}/apps/mcp/web", gw.url), "echo", args.clone()),
+        ),
+        (
+            "mcp",
+            McpRequest::tool_call(&format!("{}/mcp", gw.url), &mcp_name, args.clone()),
+        ),
+    ];
+    // Warm-up: connections, caches, the app's lazy paths.
+    for (name, req) in &targets {
+        let s = load(&client, req, 4, Duration::from_secs(10), Some(200)).await;
+        if s.errors > 0 {
+            return Err(format!(
+                "warm-up of {name} failed: {:?}\n{}",
+                s.first_error,
+                gw.logs()
+            ));
+        }
+    }
+    let concurrencies = [1usize, 16];
+    // samples[target][conc]
+    let mut samples = vec![vec![Samples::default(); concurrencies.len()]; targets.len()];
+    let mut cpu = vec![0u64; targets.len()];
+    for round in 0..rounds {
+        for (ci, &c) in concurrencies.iter().enumerate() {
+            // Rotate the order each round so that drift hits every side.
+            for k in 0..targets.len() {
+                let ti = (k + round) % targets.len();
+                let before = cpu_us(gw.pid());
+                let s = load(
+                    &client,
+                    &targets[ti].1,
+                    c,
+                    Duration::from_secs_f64(secs),
+                    None,
+                )
+                .await;
+                cpu[ti] += cpu_us(gw.pid()).saturating_sub(before);
+                log(format!(
+                    "proxy: round {} c{c} {}: {} calls, {} errors",
+                    round + 1,
+                    targets[ti].0,
+                    s.calls(),
+                    s.errors
+                ));
+                samples[ti][ci].merge(s);
+            }
+        }
+    }
+    let mut out = json!({ "scenario": "proxy", "rounds": rounds, "round_secs": secs, "concurrency": concurrencies });
+    let mut errors = 0;
+    for (ti, (name, _)) in targets.iter().enumerate() {
+        let mut entry = json!({});
+        let mut calls = 0;
+        for (ci, &c) in concurrencies.iter().enumerate() {
+            let s = &samples[ti][ci];
+            let d = &samples[0][ci];
+            let mut v = s.summary();
+            if ti > 0 {
+                v["p50_ratio"] = ratio(s.pct_ms(50.0), d.pct_ms(50.0)).into();
+                v["p99_ratio"] = ratio(s.pct_ms(99.0), d.pct_ms(99.0)).into();
+                v["throughput_ratio"] = ratio(s.rps(), d.rps()).into();
+            }
+            errors += s.errors;
+            calls += s.calls();
+            entry[format!("c{c}")] = v;
+        }
+        if ti > 0 {
+            entry["gateway_cpu_us_per_call"] =
+                round(cpu[ti] as f64 / calls.max(1) as f64, 1).into();
+        } else {
+            entry["gateway_cpu_us_total_during_direct"] = cpu[ti].into();
+        }
+        out[*name] = entry;
+    }
+    out["p50_ratio"] = out["apps_mcp"]["c1"]["p50_ratio"].clone();
+    out["p99_ratio"] = out["apps_mcp"]["c1"]["p99_ratio"].clone();
+    out["throughput_ratio"] = out["apps_mcp"]["c16"]["throughput_ratio"].clone();
+    out["gateway_cpu_us_per_call"] = out["apps_mcp"]["gateway_cpu_us_per_call"].clone();
+    out["errors"] = errors.into();
+    out["note"] = "ratios are gateway ÷ direct within this run; top-level p50/p99 ratios are /apps/mcp at concurrency 1, \
+                   throughput_ratio /apps/mcp at 16; gateway CPU is /proc/PID/stat utime+stime of gateway-host only (the \
+                   app is a separate process) over its rounds ÷ calls proxied"
+        .into();
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// boundary
+// ---------------------------------------------------------------------------------------------
+
+fn boundary_check(art: &Artefacts, dir: &Path, calls: usize, delay_ms: u64) -> Res<Value> {
+    let mut cmd = Command::new(&art.gateway);
+    scrub_env(&mut cmd);
+    cmd.arg("boundary-check")
+        .arg("--module")
+        .arg(&art.module)
+        .arg("--config")
+        .arg(dir.join("appsettings.json"));
+    cmd.args([
+        "--calls",
+        &calls.to_string(),
+        "--delay-ms",
+        &delay_ms.to_string(),
+    ])
+    .current_dir(dir);
+    let (ok, stdout, stderr) = run_bounded(cmd, Duration::from_secs(60))?;
+    if !ok {
+        return Err(format!("boundary-check failed:\n{stdout}\n{stderr}"));
+    }
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap_or("");
+    serde_json::from_str(line)
+        .map_err(|e| format!("boundary-check output is not JSON ({e}): {stdout}"))
+}
+
+pub async fn boundary(art: &Artefacts, o: &Opts) -> Res<Value> {
+    let dir = tempdir("bench-boundary-")?;
+    std::fs::create_dir_all(dir.path().join("apps")).map_err(|e| e.to_string())?;
+    std::fs::write(
+        dir.path().join("appsettings.json"),
+        gateway_config(&dir.path().join("apps")).to_string(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut runs = Vec::new();
+    for delay in [0u64, 5] {
+        let r = boundary_check(art, dir.path(), 10_000, delay)?;
+        log(format!("boundary: 10000 calls, delay {delay} ms → {r}"));
+        runs.push(r);
+    }
+    // One call alone, repeated: the round-trip latency of a single diag.echo across the boundary.
+    let singles = if o.quick { 15 } else { 41 };
+    let mut single_us = Vec::new();
+    for _ in 0..singles {
+        let r = boundary_check(art, dir.path(), 1, 0)?;
+        single_us.push(r["elapsedMs"].as_f64().unwrap_or(f64::NAN) * 1000.0);
+    }
+    let bad = runs
+        .iter()
+        .any(|r| r["completed"] != r["calls"] || r["correct"] != r["calls"]);
+    let threads_max = runs
+        .iter()
+        .filter_map(|r| r["threadsPeak"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let zero = &runs[0];
+    let per_call_concurrent = zero["elapsedMs"].as_f64().unwrap_or(f64::NAN) * 1000.0 / 10_000.0;
+    Ok(json!({
+        "scenario": "boundary",
+        "threads_max": threads_max,
+        "threads_before": zero["threadsBefore"],
+        "in_flight": 10_000,
+        "runs": runs,
+        "overhead_us": round(median(&single_us), 1),
+        "overhead_us_amortized_10k": round(per_call_concurrent, 2),
+        "single_call_samples": singles,
+        "errors": if bad { 1 } else { 0 },
+        "note": "overhead_us is the median round trip of ONE diag.echo across the module boundary after a warm-up call \
+                 (boundary-check --calls 1 --delay-ms 0, its own elapsedMs, process start excluded), not a difference: \
+                 boundary-check has no in-process variant of the same work to subtract. overhead_us_amortized_10k is \
+                 elapsedMs ÷ 10,000 with all calls in flight at once. threads_max is the peak thread count of the process \
+                 while 10,000 calls are in flight (delay 0 and 5 ms)"
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// discovery
+// ---------------------------------------------------------------------------------------------
+
+const MANIFEST: &str = "openclaw.mcpapp.json";
+
+fn walk(dir: &Path, read: bool, found: &mut usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_dir() {
+            walk(&e.path(), read, found);
+        } else if ft.is_file() && e.file_name() == MANIFEST {
+            if read {
+                let text = std::fs::read(e.path()).unwrap_or_default();
+                if serde_json::from_slice::<Value>(&text).is_ok() {
+                    *found += 1;
+                }
+            } else {
+                *found += 1;
+            }
+        }
+    }
+}
+
+fn time_apps(art: &Artefacts, cfg: &Path, cwd: &Path) -> Res<(f64, usize)> {
+    let mut cmd = Command::new(&art.gateway);
+    scrub_env(&mut cmd);
+    cmd.arg("apps")
+        .arg("--config")
+        .arg(cfg)
+        .arg("--module")
+        .arg(&art.module)
+        .arg("--json")
+        .current_dir(cwd);
+    let t = Instant::now();
+    let (ok, stdout, stderr) = run_bounded(cmd, Duration::from_secs(120))?;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    if !ok {
+        return Err(format!(
+            "gateway-host apps failed:\n{}\n{}",
+            &stdout[..stdout.len().min(2000)],
+            &stderr[..stderr.len().min(2000)]
+        ));
+    }
+    let v: Value =
+        serde_json::from_str(stdout.trim()).map_err(|e| format!("apps --json is not JSON: {e}"))?;
+    let n = v["apps"]
+        .as_array()
+        .map(|a| a.len())
+        .or_else(|| v.as_array().map(|a| a.len()))
+        .unwrap_or(0);
+    Ok((ms, n))
+}
+
+pub async fn discovery(art: &Artefacts, o: &Opts) -> Res<Value> {
+    const N: usize = 10_000;
+    let rounds = if o.quick { 3 } else { 7 };
+    let dir = tempdir("bench-discovery-")?;
+    let tree = dir.path().join("tree");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    for i in 0..N {
+        // 10 vendors × 10 groups × 100 apps, each app in its own folder: 4 levels below the root.
+        let folder = format!("vendor{}/group{}/app{i}", i / 1000, (i / 100) % 10);
+        let id = format!("app{i}");
+        write_manifest(&tree, &folder, &stdio_app(art, &id, &[]))?;
+    }
+    log(format!(
+        "discovery: wrote {N} manifests in {:.1} s",
+        t.elapsed().as_secs_f64()
+    ));
+    let cfg_tree = dir.path().join("tree.json");
+    let cfg_empty = dir.path().join("empty.json");
+    std::fs::write(&cfg_tree, gateway_config(&tree).to_string()).map_err(|e| e.to_string())?;
+    std::fs::write(&cfg_empty, gateway_config(&empty).to_string()).map_err(|e| e.to_string())?;
+    // Warm the page cache for both sides.
+    let mut n = 0;
+    walk(&tree, true, &mut n);
+    let (_, listed) = time_apps(art, &cfg_tree, dir.path())?;
+    let (mut cmd_ms, mut empty_ms, mut walk_ms, mut walk_read_ms) =
+        (vec![], vec![], vec![], vec![]);
+    for r in 0..rounds {
+        let (ms, n) = time_apps(art, &cfg_tree, dir.path())?;
+        if n != N {
+            return Err(format!("apps --json listed {n} apps, expected {N}"));
+        }
+        cmd_ms.push(ms);
+        empty_ms.push(time_apps(art, &cfg_empty, dir.path())?.0);
+        let mut found = 0;
+        let t = Instant::now();
+        walk(&tree, false, &mut found);
+        walk_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        let mut parsed = 0;
+        let t = Instant::now();
+        walk(&tree, true, &mut parsed);
+        walk_read_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        if found != N || parsed != N {
+            return Err(format!(
+                "the walk found {found} / parsed {parsed} manifests, expected {N}"
+            ));
+        }
+        log(format!(
+            "discovery: round {}: apps {ms:.1} ms, empty {:.1} ms, walk {:.1} ms",
+            r + 1,
+            empty_ms[r],
+            walk_ms[r]
+        ));
+    }
+    let (c, e, w, wr) = (
+        median(&cmd_ms),
+        median(&empty_ms),
+        median(&walk_ms),
+        median(&walk_read_ms),
+    );
+    Ok(json!({
+        "scenario": "discovery",
+        "manifests": N, "apps_listed": listed, "rounds": rounds,
+        "apps_cmd_ms": round(c, 1), "apps_cmd_empty_tree_ms": round(e, 1), "discovery_ms": round(c - e, 1),
+        "walk_ms": round(w, 2), "walk_read_parse_ms": round(wr, 2),
+        "ratio_vs_walk": ratio(c - e, w), "ratio_vs_walk_read_parse": ratio(c - e, wr),
+        "errors": 0,
+        "note": "discovery_ms = `gateway-host apps --json` on the 10,000-manifest tree minus the same command on an empty tree \
+                 (process start, module load, JSON output of an empty list); walk = std::fs recursion in the bench finding \
+                 the same files (walk_read_parse also reads and parses each as JSON); medians, page cache warm"
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// startup
+// ---------------------------------------------------------------------------------------------
+
+async fn time_to_running(art: &Artefacts, n: usize, delay_ms: u64) -> Res<f64> {
+    let dir = tempdir("bench-startup-")?;
+    let apps = dir.path().join("apps");
+    let ids: Vec<String> = (0..n).map(|i| format!("s{i}")).collect();
+    let delay = delay_ms.to_string();
+    for id in &ids {
+        write_manifest(
+            &apps,
+            id,
+            &stdio_app(art, id, &["--startup-delay-ms", &delay]),
+        )?;
+    }
+    let gw = Gateway::start(art, dir, &gateway_config(&apps), &[])?;
+    let client = http_client();
+    let t = gw
+        .wait_running(&client, &ids, Duration::from_secs(60))
+        .await?;
+    drop(gw);
+    Ok(t.as_secs_f64() * 1000.0)
+}
+
+pub async fn startup(art: &Artefacts, o: &Opts) -> Res<Value> {
+    let rounds = if o.quick { 2 } else { 5 };
+    let (mut one, mut twenty) = (vec![], vec![]);
+    for r in 0..rounds {
+        one.push(time_to_running(art, 1, 1000).await?);
+        twenty.push(time_to_running(art, 20, 1000).await?);
+        log(format!(
+            "startup: round {}: 1 app {:.0} ms, 20 apps {:.0} ms",
+            r + 1,
+            one[r],
+            twenty[r]
+        ));
+    }
+    let (a, b) = (median(&one), median(&twenty));
+    Ok(json!({
+        "scenario": "startup",
+        "apps": 20, "startup_delay_ms": 1000, "rounds": rounds,
+        "one_app_ms": round(a, 1), "twenty_apps_ms": round(b, 1),
+        "parallel_ratio": ratio(b, a),
+        "errors": 0,
+        "note": "time from spawning gateway-host to /apps/health showing every app running (polled every 10 ms); \
+                 medians; 1.0 means the 20 slow starts fully overlap"
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory
+// ---------------------------------------------------------------------------------------------
+
+pub async fn memory(art: &Artefacts, o: &Opts) -> Res<Value> {
+    let calls: u64 = if o.quick { 10_000 } else { 100_000 };
+    let dir = tempdir("bench-memory-")?;
+    let apps = dir.path().join("apps");
+    let ids: Vec<String> = (0..20).map(|i| format!("m{i}")).collect();
+    for id in &ids {
+        write_manifest(&apps, id, &stdio_app(art, id, &[]))?;
+    }
+    let gw = Gateway::start(art, dir, &gateway_config(&apps), &[])?;
+    let client = http_client();
+    gw.wait_running(&client, &ids, Duration::from_secs(60))
+        .await?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle = rss_mb(gw.pid());
+    log(format!(
+        "memory: idle RSS {idle} MiB with 20 apps running; {calls} calls…"
+    ));
+    let req = McpRequest::tool_call(
+        &format!("{}/apps/mcp/m0", gw.url),
+        "echo",
+        json!({ "text": "bench" }),
+    );
+    let s = load(
+        &client,
+        &req,
+        16,
+        Duration::from_secs(if o.quick { 45 } else { 400 }),
+        Some(calls),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = rss_mb(gw.pid());
+    log(format!(
+        "memory: {} calls in {:.1} s, {} errors, RSS after {after} MiB",
+        s.calls(),
+        s.secs,
+        s.errors
+    ));
+    Ok(json!({
+        "scenario": "memory",
+        "apps_running": 20,
+        "rss_mb_idle": idle, "rss_mb_after": after,
+        "calls": s.calls(), "calls_planned": calls, "errors": s.errors, "first_error": s.first_error,
+        "calls_secs": round(s.secs, 2), "rps": round(s.rps(), 1),
+        "note": "VmRSS of gateway-host (apps excluded), 1 s after all 20 stdio apps are running and 1 s after the calls \
+                 (tools/call echo on /apps/mcp/m0, 16 concurrent)"
+    }))
+}
