@@ -111,7 +111,7 @@ impl ServerHandler for GatewayMcp {
             return self.drive(call, &context).await;
         }
         let name = request.name.to_string();
-        if !self.registry.model_tools().iter().any(|t| t.name == name) {
+        if self.registry.resolve_now(&name).await.is_none() {
             return Err(ErrorData::invalid_params(format!("unknown tool '{name}'"), None));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();

@@ -119,6 +119,17 @@ impl ToolRegistry {
         self.snapshot.read().resolved.get(name).cloned()
     }
 
+    /// Like [`Self::resolved`], but a name the snapshot lacks gets one refresh first: an app
+    /// that has just come up is callable before the debounced event refresh lands (a client that
+    /// saw it running in `/apps/health` must not be told its tool is unknown).
+    pub async fn resolve_now(&self, name: &str) -> Option<ToolSpec> {
+        if let Some(spec) = self.resolved(name) {
+            return Some(spec);
+        }
+        self.refresh().await;
+        self.resolved(name)
+    }
+
     /// Every provider's tools, model-visible or not.
     pub fn all_tools(&self) -> Vec<ToolSpec> {
         self.snapshot.read().all.clone()
@@ -229,7 +240,7 @@ impl ToolRegistry {
     /// Every call of a tool the registry has is counted and timed here, the one place both `/mcp`
     /// and the chat agent call through; a call whose caller stops waiting counts as cancelled.
     pub async fn call_with(&self, name: &str, arguments_json: &str, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
-        let Some(spec) = self.resolved(name) else {
+        let Some(spec) = self.resolve_now(name).await else {
             return ToolResult::error(format!("unknown tool '{name}'"));
         };
         let timer = match &spec.source {
