@@ -46,7 +46,11 @@ fn validate_file(path: &Path, host_version: &str) -> Value {
             if let Err(e) = loaded.manifest.check_host_version(host_version) {
                 errors.push(e.to_string());
             }
-            (Some(loaded.manifest.id.clone()), errors, loaded.warnings)
+            let (escape_errors, escape_warnings) = loaded.manifest.folder_escapes();
+            errors.extend(escape_errors.iter().map(ToString::to_string));
+            let mut warnings = loaded.warnings;
+            warnings.extend(escape_warnings);
+            (Some(loaded.manifest.id.clone()), errors, warnings)
         }
         Err(e) => {
             let id = std::fs::read_to_string(path)

@@ -278,10 +278,13 @@ impl AppServer {
             )
         };
         let spawn_err = |e: crate::upstream::process::SpawnError| UpstreamError::Connect(e.to_string());
-        let (service, process) = match manifest.transport {
+        let (service, mut process) = match manifest.transport {
             Transport::Stdio => {
                 let mut process = AppProcess::spawn(manifest, &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
-                let service = upstream::connect_stdio(&mut process, handler(), lifecycle).await?;
+                let service = match upstream::connect_stdio(&mut process, handler(), lifecycle).await {
+                    Ok(service) => service,
+                    Err(e) => return Err(with_exit(Some(&mut process), e).await),
+                };
                 (service, Some(process))
             }
             Transport::Http => {
@@ -323,7 +326,10 @@ impl AppServer {
             ),
             false => None,
         };
-        let catalog = catalog::enumerate(&session, &self.key, self.ctx.relaxed_schema).await?;
+        let catalog = match catalog::enumerate(&session, &self.key, self.ctx.relaxed_schema).await {
+            Ok(catalog) => catalog,
+            Err(e) => return Err(with_exit(process.as_mut(), e).await),
+        };
         let live = Live {
             session,
             catalog: RwLock::new(Arc::new(catalog)),
@@ -751,6 +757,21 @@ impl HealthCheck {
         let interval = Duration::from_secs(manifest.health_check_interval_seconds);
         let timeout = interval.min(Duration::from_secs(manifest.request_timeout_seconds)).max(Duration::from_secs(1));
         Some(HealthCheck { interval, timeout })
+    }
+}
+
+/// A start that failed because the app's process ended says how it ended (the exit code is often
+/// the one clue a crash at startup leaves): `… connection closed: initialize response (process
+/// exited with code 5)`. The process gets a moment to finish exiting, as its pipes close first.
+async fn with_exit(process: Option<&mut AppProcess>, error: UpstreamError) -> UpstreamError {
+    let Some(process) = process else { return error };
+    let exit = match process.try_exit() {
+        Some(exit) => Some(exit),
+        None => tokio::time::timeout(Duration::from_millis(500), process.wait()).await.ok(),
+    };
+    match exit {
+        Some(exit) => UpstreamError::Connect(format!("{error} ({exit})")),
+        None => error,
     }
 }
 

@@ -275,13 +275,26 @@ pub fn describe_exit(status: std::process::ExitStatus) -> String {
     }
 }
 
-/// Copies a child's output into the logs line by line, tagged with the app id.
+/// The longest line of an app's output the logs take; the rest of a longer line is cut (an app
+/// that writes megabytes without a newline must not make the gateway buffer them).
+pub const MAX_OUTPUT_LINE_BYTES: usize = 8 * 1024;
+
+/// Copies a child's output into the logs line by line, tagged with the app id, each line cut at
+/// [`MAX_OUTPUT_LINE_BYTES`].
 fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(tasks: &Tasks, reader: R, app_id: String, stream: &'static str) {
     tasks.spawn("forwarding an app's output", async move {
-        let mut lines = BufReader::new(reader).lines();
+        let mut reader = BufReader::new(reader);
+        let mut line = Vec::new();
         loop {
-            match lines.next_line().await {
-                Ok(Some(line)) => tracing::info!(target: "mcpapp_plugin::app_output", app = %app_id, stream, "[{app_id}] {line}"),
+            match next_line_bounded(&mut reader, &mut line, MAX_OUTPUT_LINE_BYTES).await {
+                Ok(Some(cut)) => {
+                    let text = String::from_utf8_lossy(&line);
+                    let text = text.trim_end_matches('\r');
+                    match cut {
+                        0 => tracing::info!(target: "mcpapp_plugin::app_output", app = %app_id, stream, "[{app_id}] {text}"),
+                        _ => tracing::info!(target: "mcpapp_plugin::app_output", app = %app_id, stream, "[{app_id}] {text} … ({cut} more bytes of this line cut)"),
+                    }
+                }
                 Ok(None) => break,
                 Err(e) => {
                     tracing::debug!(app = %app_id, "stopped reading {stream}: {e}");
@@ -290,6 +303,35 @@ fn forward_lines<R: AsyncRead + Unpin + Send + 'static>(tasks: &Tasks, reader: R
             }
         }
     });
+}
+
+/// Reads one line (without its `\n`) into `line`, keeping at most `max` bytes of it and
+/// discarding the rest as it arrives. `Some(bytes cut)`, or `None` at end of input.
+async fn next_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<usize>> {
+    line.clear();
+    let mut cut = 0usize;
+    let mut read_any = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(read_any.then_some(cut));
+        }
+        read_any = true;
+        let newline = buf.iter().position(|b| *b == b'\n');
+        let content = newline.unwrap_or(buf.len());
+        let keep = content.min(max.saturating_sub(line.len()));
+        line.extend_from_slice(&buf[..keep]);
+        cut += content - keep;
+        let consumed = newline.map_or(content, |i| i + 1);
+        reader.consume(consumed);
+        if newline.is_some() {
+            return Ok(Some(cut));
+        }
+    }
 }
 
 // -------------------------------------------------------------------------------------------------
@@ -487,6 +529,30 @@ mod tests {
 
     fn os(pairs: &[(&str, &str)]) -> Vec<(OsString, OsString)> {
         pairs.iter().map(|(k, v)| (OsString::from(k), OsString::from(v))).collect()
+    }
+
+    #[test]
+    fn output_lines_are_cut_at_the_bound_without_buffering_the_rest() {
+        let mut input = b"short\r\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 100_000));
+        input.extend(b"\nafter\nno newline at the end");
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let lines = rt.block_on(async {
+            // A small buffer, so long lines arrive in many pieces.
+            let mut reader = tokio::io::BufReader::with_capacity(64, &input[..]);
+            let mut line = Vec::new();
+            let mut out = Vec::new();
+            while let Some(cut) = next_line_bounded(&mut reader, &mut line, 1000).await.unwrap() {
+                assert!(line.capacity() < 4096, "the cut part was buffered");
+                out.push((String::from_utf8(line.clone()).unwrap(), cut));
+            }
+            out
+        });
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[0], ("short\r".to_string(), 0));
+        assert_eq!(lines[1], ("x".repeat(1000), 99_000));
+        assert_eq!(lines[2], ("after".to_string(), 0));
+        assert_eq!(lines[3], ("no newline at the end".to_string(), 0));
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub const UI_EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
 pub const UI_MIME_TYPE: &str = "text/html;profile=mcp-app";
 
 /// UI resources can be several MB of HTML; rmcp's default JSON response cap is too small for them.
+/// The one cap of an app's message, whatever its framing: a JSON body, an SSE event, a stdio line
+/// (rmcp's defaults for the last two, 16 MiB, failed a 50 MiB tool result).
 const MAX_JSON_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
@@ -469,7 +471,10 @@ pub async fn connect_stdio(
 ) -> Result<RunningService<RoleClient, UpstreamHandler>, UpstreamError> {
     let stdout = process.stdout.take().ok_or_else(|| UpstreamError::Connect("the process has no stdout".into()))?;
     let stdin = process.stdin.take().ok_or_else(|| UpstreamError::Connect("the process has no stdin".into()))?;
-    let transport = rmcp::transport::IntoTransport::<RoleClient, std::io::Error, _>::into_transport((stdout, stdin));
+    // The same cap as over HTTP (rmcp's stdio default, 16 MiB, silently drops a bigger frame, and
+    // its caller waits for the request timeout).
+    let transport =
+        rmcp::transport::async_rw::AsyncRwTransport::<RoleClient, _, _>::new(stdout, stdin).with_max_line_length(MAX_JSON_RESPONSE_BYTES);
     handler
         .serve_with_lifecycle(Sequenced::new(transport), lifecycle)
         .await
@@ -494,6 +499,7 @@ pub async fn connect_http(
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .custom_headers(custom)
         .max_json_response_size(MAX_JSON_RESPONSE_BYTES)
+        .max_sse_event_size(MAX_JSON_RESPONSE_BYTES)
         .reinit_on_expired_session(true);
     let transport = StreamableHttpClientTransport::with_client(upstream_http_client()?, config);
     handler

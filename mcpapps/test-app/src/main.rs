@@ -1,11 +1,14 @@
 //! test-app: a small MCP App for the gateway's end-to-end tests. It can misbehave on request
 //! (crash, hang, start slowly, never become ready, offer schemaless tools, many tools, big UI
-//! resources), all chosen by command-line flags so that test manifests can pick a behaviour
+//! resources, and the faults of `faults.rs`: exit at once, crash on a chosen request, garbage on
+//! stdout, huge results, stderr floods, cut response streams, a move to another port, a grandchild
+//! that ignores SIGTERM), all chosen by command-line flags so that test manifests can pick a behaviour
 //! through their `arguments`.
 //!
 //! Transports: stdio (default) or Streamable HTTP at `/mcp` (`--http ADDR`). Logs only go to
 //! stderr; stdout is the MCP channel in stdio mode.
 
+mod faults;
 mod relay;
 mod tasks;
 
@@ -107,6 +110,30 @@ struct Cli {
     /// PID to this file.
     #[arg(long, value_name = "PATH")]
     grandchild_pid_file: Option<PathBuf>,
+    /// Start a grandchild that ignores SIGTERM (`sleep 3600`, in this process's group) and write
+    /// its PID to this file.
+    #[arg(long, value_name = "PATH")]
+    stubborn_grandchild_pid_file: Option<PathBuf>,
+    /// Exit with code 5 the instant the process starts (after writing --pid-file).
+    #[arg(long)]
+    exit_immediately: bool,
+    /// stdio: exit with code 6 when a request (or notification) for this method arrives, before
+    /// answering it (e.g. `initialize`, `tools/list`, `tools/call`).
+    #[arg(long, value_name = "METHOD")]
+    crash_on: Option<String>,
+    /// stdio: write a garbage line (text, broken JSON, stray responses, non-UTF-8 bytes, a 1 MiB
+    /// line) before every MCP frame on stdout.
+    #[arg(long)]
+    garbage_stdout: bool,
+    /// Ignore SIGTERM, and (stdio) stay after the end of stdin: only SIGKILL ends the process.
+    #[arg(long)]
+    ignore_sigterm: bool,
+    /// Add the tools big, flood_stderr, drop_stream and move_port (faults.rs).
+    #[arg(long)]
+    fault_tools: bool,
+    /// HTTP: write the port listened on to this file (again after every move_port).
+    #[arg(long, value_name = "PATH")]
+    port_file: Option<PathBuf>,
 }
 
 /// State shared by every session of the process.
@@ -130,6 +157,8 @@ struct Shared {
     closing: CancellationToken,
     /// Tasks of `--tasks` mode.
     tasks: rmcp::task_manager::TaskManager,
+    /// `move_port` over HTTP: the port to listen on next.
+    move_port: Mutex<Option<tokio::sync::mpsc::UnboundedSender<u16>>>,
 }
 
 /// Stdin that cancels a token when it reaches end of file.
@@ -343,6 +372,9 @@ impl TestApp {
                 "A tool whose inputSchema is {\"type\":\"string\"}.",
                 schema(json!({"type": "string"})),
             ));
+        }
+        if self.shared.cli.fault_tools {
+            tools.extend(faults::tools(no_args, schema));
         }
         if self.shared.cli.schema_2020 {
             let (input, output) = schema_2020();
@@ -642,6 +674,25 @@ impl ServerHandler for TestApp {
                 let value = Value::Object(object);
                 structured_result(value.to_string(), value)
             }
+            "big" if self.shared.cli.fault_tools => {
+                let mb = args.get("mb").and_then(Value::as_u64).unwrap_or(0).min(512) as usize;
+                eprintln!("test-app: big: answering with {mb} MiB");
+                text_result(faults::big_text(mb))
+            }
+            "flood_stderr" if self.shared.cli.fault_tools => {
+                let mb = args.get("mb").and_then(Value::as_u64).unwrap_or(1) as usize;
+                let newlines = args.get("newlines").and_then(Value::as_bool).unwrap_or(true);
+                faults::flood_stderr(mb, newlines);
+                text_result(format!("flooding stderr with {mb} MiB"))
+            }
+            "drop_stream" if self.shared.cli.fault_tools => tool_error("drop_stream cuts HTTP response streams only"),
+            "move_port" if self.shared.cli.fault_tools => {
+                let port = args.get("port").and_then(Value::as_u64).unwrap_or(0).min(65535) as u16;
+                match self.shared.move_port.lock().as_ref().map(|tx| tx.send(port)) {
+                    Some(Ok(())) => text_result(format!("moving to port {port}")),
+                    _ => tool_error("move_port works over HTTP only"),
+                }
+            }
             "show_ui" => structured_result("ui shown", json!({"shown": true})),
             "app_only" => text_result("app only"),
             "model_only" => text_result("model only"),
@@ -811,10 +862,22 @@ impl ServerHandler for TestApp {
     }
 }
 
-async fn wait_for_signal() {
+async fn wait_for_signal(ignore_sigterm: bool) {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
+        if ignore_sigterm {
+            // Keep the handler installed (the default action would end the process), never act.
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            loop {
+                tokio::select! {
+                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {
+                        eprintln!("test-app: --ignore-sigterm: ignoring SIGTERM");
+                    }
+                    _ = tokio::signal::ctrl_c() => return,
+                }
+            }
+        }
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut term) => {
                 tokio::select! {
@@ -848,6 +911,17 @@ async fn main() {
         if let Err(e) = std::fs::write(path, std::process::id().to_string()) {
             eprintln!("test-app: cannot write pid file {}: {e}", path.display());
         }
+    }
+    if cli.exit_immediately {
+        eprintln!("test-app: --exit-immediately: exiting with code 5");
+        std::process::exit(5);
+    }
+    if cli.ignore_sigterm {
+        // Installed at once, so a SIGTERM from the first moment on is ignored.
+        tokio::spawn(wait_for_signal(true));
+    }
+    if let Some(path) = &cli.stubborn_grandchild_pid_file {
+        faults::start_stubborn_grandchild(path);
     }
     if let Some(path) = &cli.grandchild_pid_file {
         // Detached from our stdio, so it holds none of the MCP pipes; same process group.
@@ -922,6 +996,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         end_listens: broadcast::channel(4).0,
         closing: CancellationToken::new(),
         tasks: rmcp::task_manager::TaskManager::new(),
+        move_port: Mutex::new(None),
     });
 
     let Some(addr) = http else {
@@ -930,59 +1005,99 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             inner: tokio::io::stdin(),
             eof: shared.closing.clone(),
         };
-        let running = match (TestApp { shared: shared.clone() }).serve((stdin, tokio::io::stdout())).await {
+        let input: Box<dyn tokio::io::AsyncRead + Send + Unpin> = match shared.cli.crash_on.clone() {
+            Some(method) => faults::crash_on(stdin, method),
+            None => Box::new(stdin),
+        };
+        let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match shared.cli.garbage_stdout {
+            true => faults::garbage_stdout(),
+            false => Box::new(tokio::io::stdout()),
+        };
+        let running = match (TestApp { shared: shared.clone() }).serve((input, output)).await {
             Ok(running) => running,
             // stdin closed before the handshake: the client went away, nothing to report.
             Err(_) if shared.closing.is_cancelled() => return Ok(()),
             Err(e) => return Err(e.into()),
         };
+        let ignore_sigterm = shared.cli.ignore_sigterm;
         tokio::select! {
             r = running.waiting() => { r?; }
-            _ = wait_for_signal() => { shared.closing.cancel(); }
+            _ = wait_for_signal(ignore_sigterm) => { shared.closing.cancel(); }
+        }
+        if ignore_sigterm {
+            eprintln!("test-app: --ignore-sigterm: the session ended; staying until SIGKILL");
+            std::future::pending::<()>().await;
         }
         return Ok(());
     };
 
-    let shutdown = CancellationToken::new();
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let addr = listener.local_addr()?;
-    let mut allowed_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-    if !addr.ip().is_unspecified() {
-        allowed_hosts.push(addr.ip().to_string());
+    let (move_tx, mut move_rx) = tokio::sync::mpsc::unbounded_channel::<u16>();
+    *shared.move_port.lock() = Some(move_tx);
+    let mut bind_addr = addr;
+    let ignore_sigterm = shared.cli.ignore_sigterm;
+    loop {
+        let shutdown = CancellationToken::new();
+        let listener = tokio::net::TcpListener::bind(bind_addr).await?;
+        let addr = listener.local_addr()?;
+        if let Some(path) = &shared.cli.port_file {
+            std::fs::write(path, addr.port().to_string()).map_err(|e| format!("--port-file {}: {e}", path.display()))?;
+        }
+        let mut allowed_hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        if !addr.ip().is_unspecified() {
+            allowed_hosts.push(addr.ip().to_string());
+        }
+        let service = StreamableHttpService::new(
+            {
+                let shared = shared.clone();
+                move || Ok(TestApp { shared: shared.clone() })
+            },
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default()
+                .with_allowed_hosts(allowed_hosts)
+                .with_cancellation_token(shutdown.child_token()),
+        );
+        let mut app = axum::Router::new().nest_service("/mcp", service);
+        if shared.cli.fault_tools {
+            app = app.layer(axum::middleware::from_fn(faults::drop_stream_layer));
+        }
+        eprintln!("test-app listening on http://{addr}/mcp");
+        let stop = CancellationToken::new();
+        let serve = axum::serve(listener.tap_io(|tcp| {
+                // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
+                let _ = tcp.set_nodelay(true);
+            }), app).with_graceful_shutdown({
+            let stop = stop.clone();
+            async move { stop.cancelled().await }
+        });
+        let mut serving = tokio::spawn(serve.into_future());
+        let moved = tokio::select! {
+            r = &mut serving => { r??; return Ok(()); }
+            port = move_rx.recv() => port,
+            _ = wait_for_signal(ignore_sigterm) => None,
+        };
+        match moved {
+            Some(port) => {
+                // Let the move_port answer reach its caller first.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                eprintln!("test-app: move_port: leaving {addr} for port {port}");
+                bind_addr = SocketAddr::new(addr.ip(), port);
+            }
+            None => {
+                eprintln!("test-app: shutting down");
+                shared.closing.cancel();
+            }
+        }
+        shutdown.cancel();
+        stop.cancel();
+        // Open streams or hanging calls must not keep the process (or the old port) for long.
+        if tokio::time::timeout(Duration::from_secs(2), &mut serving).await.is_err() {
+            serving.abort();
+            let _ = serving.await;
+        }
+        if moved.is_none() {
+            return Ok(());
+        }
     }
-    let service = StreamableHttpService::new(
-        {
-            let shared = shared.clone();
-            move || Ok(TestApp { shared: shared.clone() })
-        },
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default()
-            .with_allowed_hosts(allowed_hosts)
-            .with_cancellation_token(shutdown.child_token()),
-    );
-    let app = axum::Router::new().nest_service("/mcp", service);
-    eprintln!("test-app listening on http://{addr}/mcp");
-    let stop = CancellationToken::new();
-    let serve = axum::serve(listener.tap_io(|tcp| {
-            // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
-            let _ = tcp.set_nodelay(true);
-        }), app).with_graceful_shutdown({
-        let stop = stop.clone();
-        async move { stop.cancelled().await }
-    });
-    tokio::select! {
-        r = serve.into_future() => r?,
-        _ = async {
-            wait_for_signal().await;
-            eprintln!("test-app: shutting down");
-            shared.closing.cancel();
-            shutdown.cancel();
-            stop.cancel();
-            // Open streams or hanging calls must not keep the process alive for long.
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        } => {}
-    }
-    Ok(())
 }
 
 #[cfg(test)]
