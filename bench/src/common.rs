@@ -762,11 +762,16 @@ pub fn cpu_us(pid: u32) -> u64 {
 
 /// VmRSS of a process in MiB.
 pub fn rss_mb(pid: u32) -> f64 {
+    status_mb(pid, "VmRSS:")
+}
+
+/// A `/proc/PID/status` memory line (`VmRSS:`, `RssAnon:`, `RssFile:`…) in MiB.
+pub fn status_mb(pid: u32, field: &str) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines().find_map(|l| {
-                l.strip_prefix("VmRSS:")
+                l.strip_prefix(field)
                     .map(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
             })
         })

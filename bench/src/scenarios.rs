@@ -451,6 +451,7 @@ pub async fn memory(art: &Artefacts, o: &Opts) -> Res<Value> {
         .await?;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle = rss_mb(gw.pid());
+    let (idle_anon, idle_file) = (status_mb(gw.pid(), "RssAnon:"), status_mb(gw.pid(), "RssFile:"));
     log(format!(
         "memory: idle RSS {idle} MiB with 20 apps running; {calls} calls…"
     ));
@@ -469,6 +470,7 @@ pub async fn memory(art: &Artefacts, o: &Opts) -> Res<Value> {
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let after = rss_mb(gw.pid());
+    let (after_anon, after_file) = (status_mb(gw.pid(), "RssAnon:"), status_mb(gw.pid(), "RssFile:"));
     log(format!(
         "memory: {} calls in {:.1} s, {} errors, RSS after {after} MiB",
         s.calls(),
@@ -479,9 +481,13 @@ pub async fn memory(art: &Artefacts, o: &Opts) -> Res<Value> {
         "scenario": "memory",
         "apps_running": 20,
         "rss_mb_idle": idle, "rss_mb_after": after,
+        "rss_anon_mb_idle": idle_anon, "rss_file_mb_idle": idle_file,
+        "rss_anon_mb_after": after_anon, "rss_file_mb_after": after_file,
         "calls": s.calls(), "calls_planned": calls, "errors": s.errors, "first_error": s.first_error,
         "calls_secs": round(s.secs, 2), "rps": round(s.rps(), 1),
         "note": "VmRSS of gateway-host (apps excluded), 1 s after all 20 stdio apps are running and 1 s after the calls \
-                 (tools/call echo on /apps/mcp/m0, 16 concurrent)"
+                 (tools/call echo on /apps/mcp/m0, 16 concurrent); rss_anon is the process's private memory (heap, stacks), \
+                 rss_file the pages of mapped files it touched (mostly the code of gateway-host and libmcpapp_plugin.so, \
+                 shared with every other process mapping them)"
     }))
 }

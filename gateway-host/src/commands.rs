@@ -5,6 +5,7 @@
 //! `-v`, see `logging.rs`).
 
 use std::future::Future;
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -66,7 +67,14 @@ pub fn validate(config: Option<&Path>, module: Option<&Path>, paths: &[String], 
 pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<(), BoxError> {
     let report = with_module(config, module, |m| async move { Ok(m.discover().await?) })?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        // Straight into stdout's buffer: the listing of a large tree is megabytes.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        out.flush()?;
+        // The process ends after this command: freeing ten thousand apps one by one would only
+        // make it end later.
+        std::mem::forget(report);
         return Ok(());
     }
     if !report.enabled {

@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::provider::{Provider, ProviderError, ToolCall};
-use super::store::{title_of, ForwardedInput, SessionStore};
+use super::store::{model_text, title_of, ForwardedInput, SessionStore, UI_KEY};
 use crate::metrics::{Metrics, TurnOutcome};
 use crate::relay::{error_object, random_hex, RelayEvent, Step};
 use crate::tools::{ToolRegistry, ToolResult};
@@ -242,13 +242,17 @@ impl Chat {
     }
 
     /// The turn itself: its new messages, or the error that ended it (nothing is saved then).
+    ///
+    /// The model request is assembled from JSON texts: the session's history comes from the
+    /// store already as the model reads it ([`SessionStore::model_history`]), the tools are
+    /// serialised once per turn, and each new message once, so a long session costs a copy of
+    /// its bytes per model call, not a parse, clone and serialisation of every message.
     async fn turn(&self, request: &TurnRequest, send: &impl Fn(Frame), cancel: &CancellationToken) -> Result<Vec<Value>, String> {
         let provider = self.provider.as_ref().map_err(Clone::clone)?;
-        let history = match self.store.load(&request.session_id).await {
-            Ok(session) => session.map(|s| s.messages).unwrap_or_default(),
-            Err(e) => return Err(e.to_string()),
-        };
-        let mut new_messages = vec![json!({ "role": "user", "content": user_content(request) })];
+        let history = self.store.model_history(&request.session_id).await.map_err(|e| e.to_string())?;
+        let user = json!({ "role": "user", "content": user_content(request) });
+        let mut new_texts = vec![model_text(&user)];
+        let mut new_messages = vec![user];
         let names = self.registry.provider_names();
         let tools: Vec<Value> = self
             .registry
@@ -260,15 +264,18 @@ impl Chat {
                 Some(json!({ "type": "function", "function": { "name": name, "description": t.description, "parameters": parameters } }))
             })
             .collect();
-        let system = json!({ "role": "system", "content": provider.config().system_prompt });
+        let tools = if tools.is_empty() { String::new() } else { Value::Array(tools).to_string() };
+        let system = json!({ "role": "system", "content": provider.config().system_prompt }).to_string();
         for _ in 0..provider.config().max_tool_rounds {
-            let messages: Vec<Value> =
-                std::iter::once(system.clone()).chain(history.iter().chain(new_messages.iter()).map(for_provider)).collect();
+            let messages: Vec<&str> =
+                [system.as_str(), history.json()].into_iter().chain(new_texts.iter().map(String::as_str)).collect();
             let completion = provider
                 .complete(&messages, &tools, |delta| send(Frame::Text { delta: delta.to_string() }))
                 .await
                 .map_err(|e: ProviderError| e.to_string())?;
-            new_messages.push(completion.message());
+            let answer = completion.message();
+            new_texts.push(model_text(&answer));
+            new_messages.push(answer);
             if completion.tool_calls.is_empty() {
                 send(Frame::Result { text: completion.text });
                 return Ok(new_messages);
@@ -276,6 +283,8 @@ impl Chat {
             for call in &completion.tool_calls {
                 let (result_text, frame) = self.run_tool(call, &names, &request.session_id, send, cancel).await;
                 let mut message = json!({ "role": "tool", "tool_call_id": call.id, "content": result_text });
+                // The model's copy is taken before a page's part is added.
+                new_texts.push(model_text(&message));
                 if let Some(ui) = ui_of(&frame) {
                     message[UI_KEY] = ui;
                 }
@@ -372,29 +381,13 @@ impl Chat {
     }
 }
 
-/// Where a stored tool message keeps what a page needs to render its app again when the
-/// session's history is reloaded (`GET /apps/sessions/{id}`); never sent to the model.
-pub const UI_KEY: &str = "ui";
-
-/// The UI part of a `tool_result` frame, as stored with the tool message.
+/// The UI part of a `tool_result` frame, as stored with the tool message ([`UI_KEY`]).
 fn ui_of(frame: &Frame) -> Option<Value> {
     match frame {
         Frame::ToolResult { name, app_id, tool_name, resource_uri: Some(uri), input, result, .. } => Some(json!({
             "name": name, "appId": app_id, "toolName": tool_name, "resourceUri": uri, "input": input, "result": result,
         })),
         _ => None,
-    }
-}
-
-/// A stored message as the model gets it: without what only pages read.
-fn for_provider(message: &Value) -> Value {
-    match message.get(UI_KEY) {
-        Some(_) => {
-            let mut message = message.clone();
-            message.as_object_mut().map(|m| m.remove(UI_KEY));
-            message
-        }
-        None => message.clone(),
     }
 }
 

@@ -96,11 +96,20 @@ impl Completion {
 pub struct Provider {
     http: reqwest::Client,
     config: AgentConfig,
+    /// `{base_url}/chat/completions`, and that URL parsed once (a URL that does not parse is
+    /// left to the request to report, as it always was).
+    url: String,
+    parsed_url: Option<reqwest::Url>,
 }
 
 impl Provider {
+    /// One client for the gateway's life: its pool keeps connections to the model open between
+    /// requests (a turn makes at least two).
     pub fn new(config: AgentConfig) -> Provider {
-        Provider { http: reqwest::Client::new(), config }
+        let http = reqwest::Client::builder().tcp_nodelay(true).build().unwrap_or_else(|_| reqwest::Client::new());
+        let url = format!("{}/chat/completions", config.base_url);
+        let parsed_url = reqwest::Url::parse(&url).ok();
+        Provider { http, config, url, parsed_url }
     }
 
     pub fn config(&self) -> &AgentConfig {
@@ -108,18 +117,45 @@ impl Provider {
     }
 
     /// Asks the model for the next message; `on_text` gets each text delta as it arrives.
-    pub async fn complete(&self, messages: &[Value], tools: &[Value], on_text: impl FnMut(&str)) -> Result<Completion, ProviderError> {
+    /// `messages` are JSON texts — single messages, or several joined by commas (a session's
+    /// history, see `store::ModelHistory`); empty ones are skipped. `tools` is the JSON array of
+    /// tool definitions, or empty for none.
+    pub async fn complete(&self, messages: &[&str], tools: &str, on_text: impl FnMut(&str)) -> Result<Completion, ProviderError> {
         let timeout = self.config.timeout;
         tokio::time::timeout(timeout, self.stream(messages, tools, on_text)).await.map_err(|_| ProviderError::Timeout(timeout))?
     }
 
-    async fn stream(&self, messages: &[Value], tools: &[Value], mut on_text: impl FnMut(&str)) -> Result<Completion, ProviderError> {
-        let url = format!("{}/chat/completions", self.config.base_url);
-        let mut body = json!({ "model": self.config.model, "messages": messages, "stream": true });
-        if !tools.is_empty() {
-            body["tools"] = json!(tools);
+    /// The request body, `{"model", "messages", "stream": true, "tools"?}`, by copying the texts.
+    fn body(&self, messages: &[&str], tools: &str) -> Vec<u8> {
+        let size = messages.iter().map(|m| m.len() + 1).sum::<usize>() + tools.len() + self.config.model.len() + 64;
+        let mut body = Vec::with_capacity(size);
+        body.extend_from_slice(b"{\"model\":");
+        serde_json::to_writer(&mut body, &self.config.model).expect("a string serialises");
+        body.extend_from_slice(b",\"messages\":[");
+        for (i, message) in messages.iter().filter(|m| !m.is_empty()).enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(message.as_bytes());
         }
-        let mut request = self.http.post(&url).json(&body);
+        body.extend_from_slice(b"],\"stream\":true");
+        if !tools.is_empty() {
+            body.extend_from_slice(b",\"tools\":");
+            body.extend_from_slice(tools.as_bytes());
+        }
+        body.push(b'}');
+        body
+    }
+
+    async fn stream(&self, messages: &[&str], tools: &str, mut on_text: impl FnMut(&str)) -> Result<Completion, ProviderError> {
+        let url = &self.url;
+        let request = match &self.parsed_url {
+            Some(parsed) => self.http.post(parsed.clone()),
+            None => self.http.post(url),
+        };
+        let mut request = request
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(self.body(messages, tools));
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }
@@ -181,5 +217,40 @@ impl Provider {
             }
         }
         Ok(completion)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_body_is_the_json_the_texts_make() {
+        let provider = Provider::new(AgentConfig {
+            base_url: "http://127.0.0.1:1/v1".into(),
+            model: "m\"odel".into(),
+            api_key: None,
+            system_prompt: String::new(),
+            max_tool_rounds: 1,
+            timeout: Duration::from_secs(1),
+        });
+        let system = json!({ "role": "system", "content": "be brief" }).to_string();
+        let history = format!("{},{}", json!({ "role": "user", "content": "a" }), json!({ "role": "assistant", "content": "b" }));
+        let new = json!({ "role": "user", "content": "c" }).to_string();
+        let tools = json!([{ "type": "function", "function": { "name": "t", "parameters": { "type": "object" } } }]);
+        let body: Value = serde_json::from_slice(&provider.body(&[&system, &history, &new], &tools.to_string())).unwrap();
+        assert_eq!(
+            body,
+            json!({ "model": "m\"odel", "stream": true, "tools": tools, "messages": [
+                { "role": "system", "content": "be brief" },
+                { "role": "user", "content": "a" }, { "role": "assistant", "content": "b" },
+                { "role": "user", "content": "c" },
+            ] })
+        );
+        // No history, no tools.
+        let body: Value = serde_json::from_slice(&provider.body(&[&system, "", &new], "")).unwrap();
+        assert_eq!(body, json!({ "model": "m\"odel", "stream": true, "messages": [
+            { "role": "system", "content": "be brief" }, { "role": "user", "content": "c" },
+        ] }));
     }
 }

@@ -9,6 +9,8 @@
 //! run one after another under [`SessionStore::lock`]: an in-process lock for SQLite, a lock with
 //! a lease in Redis (a replica that dies holding it blocks the session only until the lease ends).
 
+use std::sync::Arc;
+
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -61,6 +63,21 @@ pub trait SessionStore: Send + Sync {
 
     /// The session, or `None` when there is none with that id.
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Session>, StoreError>>;
+
+    /// The session's messages as the model reads them ([`ModelHistory`]); empty when there is no
+    /// such session. The agent asks once per turn; a store that owns its data may answer from
+    /// memory instead of reading and parsing the whole history again.
+    fn model_history<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ModelHistory, StoreError>> {
+        Box::pin(async move {
+            let mut history = ModelHistory::default();
+            if let Some(session) = self.load(id).await? {
+                for message in &session.messages {
+                    history.push(&model_text(message));
+                }
+            }
+            Ok(history)
+        })
+    }
 
     /// Appends one turn's messages to the session (created on its first turn) atomically, and
     /// sets its title from `title` when it has none yet.
@@ -128,6 +145,59 @@ pub struct ForwardedInput {
     pub input_id: String,
     /// The client's result, or its JSON-RPC error object.
     pub answer: Result<Value, Value>,
+}
+
+/// Where a stored tool message keeps what a page needs to render its app again when the
+/// session's history is reloaded (`GET /apps/sessions/{id}`); never sent to the model.
+pub const UI_KEY: &str = "ui";
+
+/// A stored message as the model gets it, as JSON text: without what only pages read ([`UI_KEY`]).
+pub fn model_text(message: &Value) -> String {
+    match message.get(UI_KEY) {
+        Some(_) => {
+            let mut message = message.clone();
+            message.as_object_mut().map(|m| m.remove(UI_KEY));
+            message.to_string()
+        }
+        None => message.to_string(),
+    }
+}
+
+/// A session's messages as the model reads them: each one's JSON text ([`model_text`]), oldest
+/// first, joined by commas — the inside of a JSON array, ready to be sent. Cheap to clone; the
+/// model request is built from it by copying bytes, not by cloning and serialising values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelHistory {
+    json: Arc<String>,
+    count: usize,
+}
+
+impl ModelHistory {
+    /// Appends one message's model text ([`model_text`]).
+    pub fn push(&mut self, text: &str) {
+        // In place when nobody else holds this history (the usual case), else copied once.
+        let json = Arc::make_mut(&mut self.json);
+        if !json.is_empty() {
+            json.push(',');
+        }
+        json.push_str(text);
+        self.count += 1;
+    }
+
+    /// The messages' JSON texts joined by commas (empty when there are none).
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
 }
 
 /// A session's saved messages, read back from their JSON texts.

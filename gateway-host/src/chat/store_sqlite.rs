@@ -1,15 +1,20 @@
 //! The embedded session store (SPEC R35): one SQLite file (`sessions.db` under the data folder),
 //! compiled in (`rusqlite`, bundled), nothing to install.
 //!
-//! Durability: WAL journal with `synchronous=FULL`, and each turn appended in one `IMMEDIATE`
-//! transaction. A process crash (SIGKILL) in WAL mode loses nothing committed even with `NORMAL`;
-//! `FULL` also syncs the WAL on every commit, so an OS crash or power cut loses at most the turn
-//! that was being written, not turns already reported as saved. That costs one fsync per turn,
-//! nothing next to a turn's model call. A torn write is never visible: SQLite only reads WAL
-//! frames up to the last complete commit.
+//! Durability: WAL journal with `synchronous=NORMAL`, and each turn appended in one `IMMEDIATE`
+//! transaction. What R35 asks — a gateway killed (SIGKILL) in the middle of a turn keeps every
+//! completed turn and an intact file (`tests/tests/chat.rs` kills it and checks) — holds with
+//! `NORMAL`: in WAL mode a commit is written to the WAL file before it returns, so it is in the
+//! operating system's page cache and survives the process; only a crash of the OS itself or a
+//! power cut could lose the last turns (never corrupt the file: SQLite reads WAL frames only up to
+//! the last complete commit, and the WAL is synced at every checkpoint). `FULL` would add one
+//! fsync per turn, on the turn's path, for that OS-crash case only; a turn that ran against a
+//! model (seconds, most of the time) can be asked again, so we do not pay it.
 //!
-//! The one connection sits behind a mutex and every call runs on tokio's blocking pool, never on
-//! a runtime worker. Turn locks are in-process ([`LocalLocks`]): one gateway owns the file.
+//! The one connection sits behind a mutex and every call that touches the file runs on tokio's
+//! blocking pool, never on a runtime worker. Turn locks are in-process ([`LocalLocks`]): one
+//! gateway owns the file — which is also why the model's view of recent sessions can be kept in
+//! memory ([`HistoryCache`]): every change to the file goes through this store.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,7 +25,7 @@ use futures::FutureExt;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
-use super::store::{now_ms, Session, SessionStore, SessionSummary, StoreError, TurnLock};
+use super::store::{model_text, now_ms, ModelHistory, Session, SessionStore, SessionSummary, StoreError, TurnLock, UI_KEY};
 
 /// The schema version kept in `PRAGMA user_version`.
 const SCHEMA_VERSION: i64 = 1;
@@ -52,7 +57,81 @@ fn db_err(e: rusqlite::Error) -> StoreError {
 
 pub struct SqliteStore {
     conn: Arc<parking_lot::Mutex<Connection>>,
+    /// Changed only while `conn` is held, together with the file (lock order: `conn`, then this).
+    cache: Arc<parking_lot::Mutex<HistoryCache>>,
     locks: LocalLocks,
+}
+
+/// At most this many bytes of model history are kept in memory, over all sessions…
+const CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// …in at most this many sessions; the least recently used go first.
+const CACHE_SESSIONS: usize = 4096;
+
+/// The model's view of recent sessions ([`SessionStore::model_history`]), so that a turn does not
+/// read and parse its session's whole history again: the first turn of a session (since the
+/// gateway started) reads it from the file, later turns find it here, and each saved turn is
+/// appended to it. It is only ever changed while the connection is held and in step with the
+/// file (a commit appends, a delete removes), so it never disagrees with the file; reading it
+/// needs only its own lock.
+#[derive(Default)]
+struct HistoryCache {
+    entries: HashMap<String, CachedHistory>,
+    bytes: usize,
+    clock: u64,
+}
+
+struct CachedHistory {
+    history: ModelHistory,
+    used: u64,
+}
+
+impl HistoryCache {
+    fn get(&mut self, id: &str) -> Option<ModelHistory> {
+        self.clock += 1;
+        let entry = self.entries.get_mut(id)?;
+        entry.used = self.clock;
+        Some(entry.history.clone())
+    }
+
+    fn put(&mut self, id: &str, history: ModelHistory) {
+        self.remove(id);
+        if history.json().len() > CACHE_BYTES / 4 {
+            // A very long session is read from the file each turn rather than crowd out the rest.
+            return;
+        }
+        self.clock += 1;
+        self.bytes += history.json().len();
+        self.entries.insert(id.to_string(), CachedHistory { history, used: self.clock });
+        self.evict();
+    }
+
+    /// A committed turn: its messages' model texts join the session's cached history, if any.
+    fn extend<'t>(&mut self, id: &str, texts: impl Iterator<Item = &'t str>) {
+        let Some(entry) = self.entries.get_mut(id) else { return };
+        let before = entry.history.json().len();
+        for text in texts {
+            entry.history.push(text);
+        }
+        let after = entry.history.json().len();
+        self.bytes += after - before;
+        if after > CACHE_BYTES / 4 {
+            self.remove(id);
+        }
+        self.evict();
+    }
+
+    fn remove(&mut self, id: &str) {
+        if let Some(entry) = self.entries.remove(id) {
+            self.bytes -= entry.history.json().len();
+        }
+    }
+
+    fn evict(&mut self) {
+        while self.bytes > CACHE_BYTES || self.entries.len() > CACHE_SESSIONS {
+            let Some(oldest) = self.entries.iter().min_by_key(|(_, e)| e.used).map(|(id, _)| id.clone()) else { return };
+            self.remove(&oldest);
+        }
+    }
 }
 
 impl SqliteStore {
@@ -69,7 +148,11 @@ impl SqliteStore {
             }
             other => other,
         })?;
-        Ok(SqliteStore { conn: Arc::new(parking_lot::Mutex::new(conn)), locks: LocalLocks::default() })
+        Ok(SqliteStore {
+            conn: Arc::new(parking_lot::Mutex::new(conn)),
+            cache: Arc::new(parking_lot::Mutex::new(HistoryCache::default())),
+            locks: LocalLocks::default(),
+        })
     }
 
     fn prepare(conn: &Connection) -> Result<(), StoreError> {
@@ -80,7 +163,8 @@ impl SqliteStore {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(backend(format!("the file system does not allow WAL mode (journal_mode is {mode})")));
         }
-        conn.pragma_update(None, "synchronous", "FULL").map_err(db_err)?;
+        // Durable against a killed process; see the module's comment for why not FULL.
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(db_err)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(db_err)?;
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(db_err)?;
         if version > SCHEMA_VERSION {
@@ -99,13 +183,32 @@ impl SqliteStore {
     /// cancelled when its future is dropped: a transaction either commits whole or not at all.
     async fn with_conn<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&mut Connection, &parking_lot::Mutex<HistoryCache>) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || f(&mut conn.lock()))
+        let (conn, cache) = (self.conn.clone(), self.cache.clone());
+        tokio::task::spawn_blocking(move || f(&mut conn.lock(), &cache))
             .await
             .map_err(|e| backend(format!("the database task failed: {e}")))?
     }
+}
+
+/// A session's summary and its messages' JSON texts, oldest first.
+fn read_session(conn: &mut Connection, id: &str) -> Result<Option<(SessionSummary, Vec<String>)>, StoreError> {
+    let tx = conn.transaction().map_err(db_err)?;
+    let summary = tx
+        .prepare_cached("SELECT title, created_at, updated_at, turns FROM sessions WHERE id = ?1")
+        .and_then(|mut s| s.query_row(params![id], |r| summary_row(id.to_string(), r, 0)).optional())
+        .map_err(db_err)?;
+    let Some(summary) = summary else { return Ok(None) };
+    let mut stmt = tx.prepare_cached("SELECT json FROM messages WHERE session_id = ?1 ORDER BY seq").map_err(db_err)?;
+    let texts: Vec<String> = stmt
+        .query_map(params![id], |r| r.get::<_, String>(0))
+        .map_err(db_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(db_err)?;
+    drop(stmt);
+    tx.finish().map_err(db_err)?;
+    Ok(Some((summary, texts)))
 }
 
 fn summary_row(id: String, r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<SessionSummary> {
@@ -125,27 +228,29 @@ impl SessionStore for SqliteStore {
 
     fn load<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<Option<Session>, StoreError>> {
         let id = id.to_string();
-        self.with_conn(move |conn| {
-            let tx = conn.transaction().map_err(db_err)?;
-            let summary = tx
-                .query_row(
-                    "SELECT title, created_at, updated_at, turns FROM sessions WHERE id = ?1",
-                    params![id],
-                    |r| summary_row(id.clone(), r, 0),
-                )
-                .optional()
-                .map_err(db_err)?;
-            let Some(summary) = summary else { return Ok(None) };
-            let mut stmt = tx.prepare_cached("SELECT json FROM messages WHERE session_id = ?1 ORDER BY seq").map_err(db_err)?;
-            let texts: Vec<String> = stmt
-                .query_map(params![id], |r| r.get::<_, String>(0))
-                .map_err(db_err)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(db_err)?;
-            drop(stmt);
-            tx.finish().map_err(db_err)?;
+        self.with_conn(move |conn, _| {
+            let Some((summary, texts)) = read_session(conn, &id)? else { return Ok(None) };
             let messages = super::store::parse_messages(&id, &texts)?;
             Ok(Some(Session { summary, messages }))
+        })
+        .boxed()
+    }
+
+    fn model_history<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<ModelHistory, StoreError>> {
+        if let Some(history) = self.cache.lock().get(id) {
+            return futures::future::ready(Ok(history)).boxed();
+        }
+        let id = id.to_string();
+        self.with_conn(move |conn, cache| {
+            let mut history = ModelHistory::default();
+            if let Some((_, texts)) = read_session(conn, &id)? {
+                for message in super::store::parse_messages(&id, &texts)? {
+                    history.push(&model_text(&message));
+                }
+            }
+            // Still under the connection's lock: nothing has changed the session meanwhile.
+            cache.lock().put(&id, history.clone());
+            Ok(history)
         })
         .boxed()
     }
@@ -154,18 +259,22 @@ impl SessionStore for SqliteStore {
         let id = id.to_string();
         let title = title.to_string();
         let texts: Vec<String> = messages.iter().map(Value::to_string).collect();
-        self.with_conn(move |conn| {
+        // What the model reads of them: the same text unless a page's part has to go.
+        let model_texts: Vec<Option<String>> =
+            messages.iter().map(|m| m.get(UI_KEY).is_some().then(|| model_text(m))).collect();
+        self.with_conn(move |conn, cache| {
             let now = now_ms();
             // IMMEDIATE: take the write lock up front, so the turn commits whole or waits.
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO sessions (id, title, created_at, updated_at, turns) VALUES (?1, '', ?2, ?2, 0)
                  ON CONFLICT (id) DO NOTHING",
-                params![id, now],
             )
+            .and_then(|mut s| s.execute(params![id, now]))
             .map_err(db_err)?;
             let next: i64 = tx
-                .query_row("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1", params![id], |r| r.get(0))
+                .prepare_cached("SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?1")
+                .and_then(|mut s| s.query_row(params![id], |r| r.get(0)))
                 .map_err(db_err)?;
             {
                 let mut insert =
@@ -174,22 +283,24 @@ impl SessionStore for SqliteStore {
                     insert.execute(params![id, next + i as i64, text]).map_err(db_err)?;
                 }
             }
-            tx.execute(
+            tx.prepare_cached(
                 "UPDATE sessions SET
                      title = CASE WHEN title = '' THEN ?2 ELSE title END,
                      updated_at = MAX(updated_at, ?3),
                      turns = turns + 1
                  WHERE id = ?1",
-                params![id, title, now],
             )
+            .and_then(|mut s| s.execute(params![id, title, now]))
             .map_err(db_err)?;
-            tx.commit().map_err(db_err)
+            tx.commit().map_err(db_err)?;
+            cache.lock().extend(&id, texts.iter().zip(&model_texts).map(|(t, m)| m.as_deref().unwrap_or(t)));
+            Ok(())
         })
         .boxed()
     }
 
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>> {
-        self.with_conn(|conn| {
+        self.with_conn(|conn, _| {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT id, title, created_at, updated_at, turns FROM sessions ORDER BY updated_at DESC, id ASC",
@@ -203,11 +314,12 @@ impl SessionStore for SqliteStore {
 
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         let id = id.to_string();
-        self.with_conn(move |conn| {
+        self.with_conn(move |conn, cache| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(db_err)?;
             tx.execute("DELETE FROM messages WHERE session_id = ?1", params![id]).map_err(db_err)?;
             let removed = tx.execute("DELETE FROM sessions WHERE id = ?1", params![id]).map_err(db_err)?;
             tx.commit().map_err(db_err)?;
+            cache.lock().remove(&id);
             Ok(removed > 0)
         })
         .boxed()
@@ -298,6 +410,7 @@ pub(crate) mod tests {
         assert!(s.summary.updated_at > s.summary.created_at);
         let all: Vec<Value> = turn1.iter().chain(turn2.iter()).cloned().collect();
         assert_eq!(s.messages, all);
+        assert_eq!(store.model_history(a).await.unwrap(), model_history_of(&all));
 
         // A session whose first turn has no title takes the next one's.
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -320,11 +433,13 @@ pub(crate) mod tests {
         assert!(store.delete(a).await.unwrap());
         assert!(!store.delete(a).await.unwrap(), "deleting twice");
         assert!(store.load(a).await.unwrap().is_none());
+        assert!(store.model_history(a).await.unwrap().is_empty(), "a deleted session has no history");
         assert_eq!(ids(store.list().await.unwrap()), vec![b.to_string()]);
         // A deleted session starts afresh.
         store.append_turn(a, "new", &[json!({"role": "user", "content": "new"})]).await.unwrap();
         let s = store.load(a).await.unwrap().unwrap();
         assert_eq!((s.summary.turns, s.summary.title.as_str(), s.messages.len()), (1, "new", 1));
+        assert_eq!(store.model_history(a).await.unwrap(), model_history_of(&s.messages));
         assert!(store.delete(a).await.unwrap());
         assert!(store.delete(b).await.unwrap());
     }
@@ -382,6 +497,15 @@ pub(crate) mod tests {
         drop(again.unwrap());
     }
 
+    /// What `model_history` must give for these stored messages.
+    pub(crate) fn model_history_of(messages: &[Value]) -> ModelHistory {
+        let mut history = ModelHistory::default();
+        for m in messages {
+            history.push(&model_text(m));
+        }
+        history
+    }
+
     fn open_in(dir: &tempfile::TempDir) -> SqliteStore {
         SqliteStore::open(&dir.path().join("nested/data/sessions.db")).unwrap()
     }
@@ -407,7 +531,7 @@ pub(crate) mod tests {
                 let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
                 assert_eq!(mode, "wal");
                 let sync: i64 = conn.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
-                assert_eq!(sync, 2, "synchronous=FULL");
+                assert_eq!(sync, 1, "synchronous=NORMAL");
             }
             store.append_turn("s1", "first", &[json!({"role": "user", "content": "first"})]).await.unwrap();
             store.append_turn("s1", "second", &[json!({"role": "assistant", "content": "second"})]).await.unwrap();
@@ -431,6 +555,67 @@ pub(crate) mod tests {
         assert_eq!(ok, "ok");
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_model_history_follows_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/data/sessions.db");
+        let store = open_in(&dir);
+        // A new session: empty, and cached as such; its turns are appended to the cached copy.
+        assert!(store.model_history("s").await.unwrap().is_empty());
+        let ui = json!({"role": "tool", "tool_call_id": "c1", "content": "shown", UI_KEY: {"resourceUri": "ui://a/b"}});
+        let turn1 = vec![json!({"role": "user", "content": "show it"}), ui.clone(), json!({"role": "assistant", "content": "ok"})];
+        store.append_turn("s", "show it", &turn1).await.unwrap();
+        let history = store.model_history("s").await.unwrap();
+        assert_eq!(history, model_history_of(&turn1));
+        assert_eq!(history.len(), 3);
+        assert!(!history.json().contains("resourceUri"), "the page's part is not for the model: {}", history.json());
+        let parsed: Value = serde_json::from_str(&format!("[{}]", history.json())).unwrap();
+        assert_eq!(parsed[1], json!({"role": "tool", "tool_call_id": "c1", "content": "shown"}));
+        // A copy someone still holds does not change when the session grows.
+        let turn2 = vec![json!({"role": "user", "content": "again"})];
+        store.append_turn("s", "again", &turn2).await.unwrap();
+        assert_eq!(history.len(), 3);
+        let all: Vec<Value> = turn1.iter().chain(turn2.iter()).cloned().collect();
+        assert_eq!(store.model_history("s").await.unwrap(), model_history_of(&all));
+        // A session not cached yet (another store on the file stands for a restart) is read from the file.
+        drop(store);
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.cache.lock().entries.len(), 0);
+        assert_eq!(store.model_history("s").await.unwrap(), model_history_of(&all));
+        assert_eq!(store.cache.lock().entries.len(), 1);
+        assert!(store.delete("s").await.unwrap());
+        assert_eq!(store.cache.lock().entries.len(), 0);
+        assert!(store.model_history("s").await.unwrap().is_empty());
+    }
+
+    #[test]
+    fn history_cache_stays_within_its_bounds() {
+        let mut cache = HistoryCache::default();
+        let mut big = ModelHistory::default();
+        big.push(&"x".repeat(CACHE_BYTES / 4 + 1));
+        cache.put("big", big);
+        assert!(cache.get("big").is_none(), "a history over a quarter of the budget is not kept");
+        let mut quarter = ModelHistory::default();
+        quarter.push(&"y".repeat(CACHE_BYTES / 4 - 10));
+        for id in ["a", "b", "c", "d"] {
+            cache.put(id, quarter.clone());
+        }
+        assert!(cache.get("a").is_some());
+        // Over the budget: the least recently used ("b") goes.
+        cache.put("e", quarter.clone());
+        assert!(cache.bytes <= CACHE_BYTES);
+        assert!(cache.get("b").is_none());
+        assert!(cache.get("a").is_some() && cache.get("e").is_some());
+        // Growing past a quarter drops the entry.
+        cache.extend("a", ["z".repeat(20).as_str()].into_iter());
+        assert!(cache.get("a").is_none());
+        assert_eq!(cache.bytes, cache.entries.values().map(|e| e.history.json().len()).sum::<usize>());
+        for i in 0..CACHE_SESSIONS + 10 {
+            cache.put(&format!("s{i}"), ModelHistory::default());
+        }
+        assert_eq!(cache.entries.len(), CACHE_SESSIONS);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -49,9 +49,33 @@ pub struct Core {
     /// Tool-name clashes already logged.
     clashes_reported: Mutex<HashSet<String>>,
     watcher: Mutex<Option<ManifestWatcher>>,
+    /// The folders to watch, until the first reload starts watching them (`start_watching`).
+    watch_paths: Mutex<Option<Vec<std::path::PathBuf>>>,
 }
 
 impl Core {
+    /// Watches the discovery folders for manifest changes from the first reload on, so that an
+    /// instance that only scans (`gateway-host apps`, `validate`) never pays for watching a
+    /// large tree (one inotify watch per folder, set by walking it, and then an event for every
+    /// file the scan opens).
+    fn start_watching(self: &Arc<Core>) {
+        let Some(paths) = self.watch_paths.lock().take() else { return };
+        let weak: Weak<Core> = Arc::downgrade(self);
+        // Setting the watches walks the folders (like the scan, off the runtime's workers).
+        let watcher = tokio::task::block_in_place(|| {
+            crate::apps::watcher::watch(&paths, &self.tasks, move || {
+                let weak = weak.clone();
+                async move {
+                    if let Some(core) = weak.upgrade() {
+                        let report = core.registry.reload(false).await;
+                        tracing::info!("Reload after manifest change: {report}");
+                    }
+                }
+            })
+        });
+        *self.watcher.lock() = watcher;
+    }
+
     fn app(&self, app_id: &str) -> Result<Arc<AppServer>, AbiError> {
         self.registry
             .app(app_id)
@@ -116,20 +140,8 @@ impl Instance {
             calls: Arc::default(),
             clashes_reported: Mutex::new(HashSet::new()),
             watcher: Mutex::new(None),
+            watch_paths: Mutex::new(watch.then_some(watch_paths)),
         });
-        if watch {
-            let weak: Weak<Core> = Arc::downgrade(&core);
-            let watcher = crate::apps::watcher::watch(&watch_paths, &core.tasks, move || {
-                let weak = weak.clone();
-                async move {
-                    if let Some(core) = weak.upgrade() {
-                        let report = core.registry.reload(false).await;
-                        tracing::info!("Reload after manifest change: {report}");
-                    }
-                }
-            });
-            *core.watcher.lock() = watcher;
-        }
         tracing::info!(
             version = crate::MODULE_VERSION,
             "MCP App module {} {} created",
@@ -271,7 +283,10 @@ impl ModuleInstance for Instance {
     }
 
     fn reload(&self) -> AbiFuture<RString> {
-        self.call("reload", NO_CALL_ID, |core, _| async move { Ok(core.registry.reload(true).await.to_string().into()) })
+        self.call("reload", NO_CALL_ID, |core, _| async move {
+            core.start_watching();
+            Ok(core.registry.reload(true).await.to_string().into())
+        })
     }
 
     fn list_tools(&self) -> AbiFuture<RVec<ToolDescriptor>> {
@@ -348,7 +363,7 @@ impl ModuleInstance for Instance {
 }
 
 /// Named operations beyond the fixed interface.
-async fn invoke(core: &Core, method: &str, params: &str, cancel: &CancellationToken) -> Result<RString, AbiError> {
+async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &CancellationToken) -> Result<RString, AbiError> {
     let params: Value = if params.trim().is_empty() {
         Value::Null
     } else {
@@ -380,6 +395,7 @@ async fn invoke(core: &Core, method: &str, params: &str, cancel: &CancellationTo
             if !config.is_object() {
                 return Err(AbiError::new(error_code::INVALID_ARGUMENT, "registry.reconfigure needs the configuration as a JSON object in `config`"));
             }
+            core.start_watching();
             Ok(core.registry.reconfigure(config, explicit).await.to_string().into())
         }
         // The caller's client answered an app's question of a relayed call (host_abi::relay).

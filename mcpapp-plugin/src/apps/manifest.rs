@@ -515,6 +515,49 @@ impl Manifest {
         self.command.is_some()
     }
 
+    /// Path escapes (issue 16): where this manifest's own `workingDirectory` or `command` leads
+    /// out of the app's folder. A working directory outside the folder (`../../etc`, `/etc`) is an
+    /// error naming the field. A relative command that climbs out of it (`../../bin/sh`) runs (the
+    /// example app starts a binary of the workspace's `target` folder that way), reported as a
+    /// warning naming where it leads; absolute commands and bare names (`PATH`) are not paths into
+    /// the folder and are not reported. Checked on the manifest as written, not on an operator's
+    /// `Entries` override, which may name any folder or program. Lexical: `..` is resolved without
+    /// following symlinks.
+    pub fn folder_escapes(&self) -> (Vec<ValidationError>, Vec<String>) {
+        let base = lexical_absolute(self.manifest_dir());
+        let leaves = |path: &Path| -> Option<PathBuf> {
+            let resolved = lexical_absolute(&base.join(path));
+            (!resolved.starts_with(&base)).then_some(resolved)
+        };
+        let mut errors = Vec::new();
+        let mut warnings = Vec::new();
+        if let Some(wd) = self.working_directory.as_deref().filter(|wd| !wd.trim().is_empty() && !wd.contains('\0')) {
+            if let Some(resolved) = leaves(Path::new(wd)) {
+                errors.push(ValidationError::new(
+                    "workingDirectory",
+                    format!(
+                        "'{wd}' resolves to {}, outside the app's folder {}: an app's working directory must be inside its folder",
+                        resolved.display(),
+                        base.display()
+                    ),
+                ));
+            }
+        }
+        if let Some(cmd) = self.command.as_deref().filter(|c| !c.contains('\0')) {
+            let is_path = cmd.contains('/') || cmd.contains('\\') || cmd.starts_with('.');
+            if is_path && !Path::new(cmd).is_absolute() {
+                if let Some(resolved) = leaves(Path::new(cmd)) {
+                    warnings.push(format!(
+                        "command: '{cmd}' resolves to {}, outside the app's folder {}",
+                        resolved.display(),
+                        base.display()
+                    ));
+                }
+            }
+        }
+        (errors, warnings)
+    }
+
     /// Refuses the app when the gateway is older than `minHostVersion`. An unparsable version on
     /// either side is an error naming the field rather than a silent pass.
     pub fn check_host_version(&self, host_version: &str) -> Result<(), ValidationError> {
@@ -563,12 +606,21 @@ impl ParsedManifest {
 }
 
 /// Reads a manifest file as text, refusing huge or non-UTF-8 files with a clear message.
+/// One `open`, one `fstat` and the reads (discovery reads thousands of these).
 pub fn read_manifest_text(path: &Path) -> Result<String, ManifestReadError> {
-    let meta = std::fs::metadata(path).map_err(|e| ManifestReadError::Io(e.to_string()))?;
-    if meta.len() > MAX_MANIFEST_BYTES {
-        return Err(ManifestReadError::TooLarge { size: meta.len(), limit: MAX_MANIFEST_BYTES });
+    use std::io::Read as _;
+    let io = |e: std::io::Error| ManifestReadError::Io(e.to_string());
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    if size > MAX_MANIFEST_BYTES {
+        return Err(ManifestReadError::TooLarge { size, limit: MAX_MANIFEST_BYTES });
     }
-    let bytes = std::fs::read(path).map_err(|e| ManifestReadError::Io(e.to_string()))?;
+    // Never more than the limit, even if the file grows meanwhile.
+    let mut bytes = Vec::with_capacity(size as usize + 1);
+    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+        return Err(ManifestReadError::TooLarge { size: bytes.len() as u64, limit: MAX_MANIFEST_BYTES });
+    }
     String::from_utf8(bytes).map_err(|_| ManifestReadError::NotUtf8)
 }
 
@@ -915,6 +967,30 @@ fn strip_serde_position(msg: &str) -> String {
 /// it lexically would be wrong across symlinks.
 fn clean_path(p: &Path) -> PathBuf {
     p.components().filter(|c| !matches!(c, Component::CurDir)).collect()
+}
+
+/// `p` made absolute (against the current folder, as the spawn resolves it) with `.` and `..`
+/// resolved lexically (`..` at the root stays at the root). For containment checks only: the
+/// spawn itself keeps `..`, which the kernel resolves through symlinks.
+fn lexical_absolute(p: &Path) -> PathBuf {
+    let joined;
+    let p = if p.is_absolute() {
+        p
+    } else {
+        joined = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")).join(p);
+        &joined
+    };
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// FNV-1a: tiny, stable across builds and Rust versions (unlike `DefaultHasher`), enough for
@@ -1275,6 +1351,37 @@ mod tests {
         let mut m = m;
         m.manifest_path = PathBuf::from("openclaw.mcpapp.json");
         assert_eq!(m.resolved_working_dir(), PathBuf::from("."));
+    }
+
+    #[test]
+    fn path_escapes_of_working_directory_are_errors_and_of_command_warnings() {
+        let escapes = |v: Value| parse(v).manifest.folder_escapes();
+        for wd in ["../../etc", "..", "data/../../etc", "/etc", "/apps/xy", "/apps/x/../y"] {
+            let (errors, warnings) = escapes(json!({"id": "a", "command": "x", "workingDirectory": wd}));
+            assert_eq!(fields(&errors), ["workingDirectory"], "{wd}");
+            let message = errors[0].to_string();
+            assert!(message.contains(&format!("'{wd}'")) && message.contains("outside the app's folder /apps/x"), "{message}");
+            assert!(warnings.is_empty());
+        }
+        let (errors, _) = escapes(json!({"id": "a", "command": "x", "workingDirectory": "../../../../etc"}));
+        assert!(errors[0].message.contains("resolves to /etc,"), "{}", errors[0]);
+        for wd in ["data", "./data", "data/../logs", ".", "/apps/x", "/apps/x/data", "/apps/x/./data/../d"] {
+            let (errors, warnings) = escapes(json!({"id": "a", "command": "x", "workingDirectory": wd}));
+            assert!(errors.is_empty() && warnings.is_empty(), "{wd}: {errors:?}");
+        }
+        for cmd in ["../../bin/sh", "../other/app", "./bin/../../y", "bin/../../../z"] {
+            let (errors, warnings) = escapes(json!({"id": "a", "command": cmd}));
+            assert!(errors.is_empty(), "{cmd}");
+            assert_eq!(warnings.len(), 1, "{cmd}");
+            assert!(warnings[0].starts_with(&format!("command: '{cmd}' resolves to ")), "{}", warnings[0]);
+            assert!(warnings[0].ends_with("outside the app's folder /apps/x"), "{}", warnings[0]);
+        }
+        let (_, warnings) = escapes(json!({"id": "a", "command": "../../bin/sh"}));
+        assert!(warnings[0].contains("resolves to /bin/sh,"), "{}", warnings[0]);
+        for cmd in ["node", "./bin/app", "bin/app", "/usr/bin/python3", "/bin/sh", "./a/../b"] {
+            let (errors, warnings) = escapes(json!({"id": "a", "command": cmd}));
+            assert!(errors.is_empty() && warnings.is_empty(), "{cmd}: {warnings:?}");
+        }
     }
 
     #[test]
