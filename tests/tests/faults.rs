@@ -69,39 +69,6 @@ fn count_logs(gw: &GatewayProcess, needle: &str) -> usize {
     gw.log_lines().iter().filter(|l| l.contains(needle)).count()
 }
 
-/// One stateless 2026-07-28 `tools/call` on `path` (`/apps/mcp/{app}` or `/mcp`) with its own
-/// client bounded by `timeout`: the JSON-RPC response and how long it took, or why there was none.
-fn try_call(base: &str, path: &str, tool: &str, arguments: Value, timeout: Duration) -> Result<(Value, Duration), String> {
-    let started = Instant::now();
-    let client = reqwest::blocking::Client::builder().timeout(timeout).no_proxy().build().unwrap();
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "faults", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": tool, "arguments": arguments, "_meta": meta } });
-    let response = client
-        .post(format!("{base}{path}"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .body(body.to_string())
-        .send()
-        .map_err(|e| format!("POST {path} {tool}: {e}"))?;
-    let text = response.text().map_err(|e| format!("POST {path} {tool}: reading: {e}"))?;
-    let message = serde_json::from_str::<Value>(&text).ok().or_else(|| {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|m| m["id"] == 1)
-    });
-    let elapsed = started.elapsed();
-    message.map(|m| (m, elapsed)).ok_or_else(|| format!("POST {path} {tool}: no response in {} bytes", text.len()))
-}
-
 /// `tool` of `app` through `/apps/mcp/{app}`, bounded by 60 s → the JSON-RPC response.
 fn app_call(gw: &GatewayProcess, app: &str, tool: &str, arguments: Value) -> Value {
     try_call(gw.base_url(), &format!("/apps/mcp/{app}"), tool, arguments, Duration::from_secs(60))

@@ -10,32 +10,10 @@ use gateway_e2e::{wait_until, GatewayOptions, GatewayProcess};
 use serde_json::{json, Value};
 use support::*;
 
-/// One stateless 2026-07-28 `tools/call` on `path` of the gateway at `base`, with its own client
-/// (it runs on a thread while the test signals the gateway).
+/// One stateless 2026-07-28 `tools/call` on `path` of the gateway at `base`, with its own
+/// client (it runs on a thread while the test signals the gateway).
 fn call(base: &str, path: &str, name: &str, arguments: Value) -> Result<Value, String> {
-    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().unwrap();
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "e2e", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": name, "arguments": arguments, "_meta": meta } });
-    let response = client
-        .post(format!("{base}{path}"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .body(body.to_string())
-        .send()
-        .map_err(|e| format!("POST {path}: {e}"))?;
-    let text = response.text().map_err(|e| format!("reading {path}: {e}"))?;
-    serde_json::from_str::<Value>(&text)
-        .ok()
-        .or_else(|| text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).find(|m| m["id"] == 1))
-        .ok_or_else(|| format!("no response in {text}"))
+    try_call(base, path, name, arguments, Duration::from_secs(60)).map(|(reply, _)| reply)
 }
 
 fn result_text(reply: &Value) -> String {
