@@ -421,7 +421,8 @@ impl Manifest {
         validate_headers(&self.headers, "headers", &mut errors);
         validate_environment(&self.environment, "environment", &mut errors);
         if let Some(uri) = &self.ui_resource_uri {
-            let ok = uri.len() > "ui://".len() && uri[..5].eq_ignore_ascii_case("ui://");
+            // `get`, not indexing: byte 5 may fall inside a character (`ui:/ԝ…`, found by fuzzing).
+            let ok = uri.len() > "ui://".len() && uri.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("ui://"));
             if !ok {
                 errors.push(ValidationError::new("uiResourceUri", format!("'{uri}' must be a ui:// URI")));
             }
@@ -1060,6 +1061,14 @@ mod tests {
 
     fn fields(errors: &[ValidationError]) -> Vec<&str> {
         errors.iter().map(|e| e.field.as_str()).collect()
+    }
+
+    /// Found by the fuzzer: a multi-byte character across the `ui://` prefix's end panicked.
+    #[test]
+    fn a_ui_resource_uri_with_a_character_across_the_prefix_is_an_error_not_a_panic() {
+        let text = r#"{"id":"b","name":"B","version":"1.0.0","transport":"stdio","command":"srv","hasUi":true,"uiResourceUri":"ui:/\u051d/x.html"}"#;
+        let parsed = Manifest::parse(text, &p()).expect("parses");
+        assert!(fields(&parsed.manifest.validate()).contains(&"uiResourceUri"));
     }
 
     #[test]
