@@ -1,6 +1,9 @@
 //! Secrets stay secret (issue 16's security tests beyond the auth matrix): the gateway token never
 //! appears in the gateway's logs (debug level, every way of presenting it, right or wrong) nor in
-//! any answer, and an app cannot read it from its environment.
+//! any answer, and an app cannot read it from its environment; a page of another site (or of
+//! another port of the same host, such as an app's sandbox) cannot use a browser's session cookie
+//! to change anything; an app's UI reaches only its own app's tools, and of those not the
+//! model-only ones.
 
 mod support;
 
@@ -95,4 +98,119 @@ fn the_token_appears_in_no_log_line_and_no_answer_and_apps_cannot_read_it() {
         let leaks: Vec<&str> = logs.lines().filter(|l| l.contains(secret)).collect();
         assert!(leaks.is_empty(), "log lines show a token: {leaks:?}");
     }
+}
+
+/// A tools/call as an app's UI sends it on `/apps/mcp/{app}` (2026-07-28, stateless), with the
+/// given extra headers, answered as (status, body).
+fn ui_call(gw: &GatewayProcess, app: &str, tool: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": tool, "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "ui", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": {} } } });
+    let mut request = gw
+        .client()
+        .post(gw.url(&format!("/apps/mcp/{app}")))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().unwrap();
+    (response.status().as_u16(), response.text().unwrap())
+}
+
+#[test]
+fn cross_site_writes_with_the_cookie_are_refused_and_app_uis_reach_only_their_own_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    write_manifest(&apps, "a", &stdio_app("a", &["--extra-tool", "only_in_a"]));
+    write_manifest(&apps, "b", &stdio_app("b", &["--extra-tool", "only_in_b"]));
+    let config = json!({
+        "Gateway": { "AlwaysRequireAuth": true, "AuthTokenEnv": "SECURITY_TOKEN" },
+        "Security": { "AllowedOrigins": ["https://trusted.example"] },
+        "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
+    });
+    let gw = GatewayProcess::start_with(GatewayOptions {
+        config,
+        env: vec![("SECURITY_TOKEN".into(), TOKEN.into())],
+        ..Default::default()
+    });
+    let health = || gw.client().get(gw.url("/apps/health")).bearer_auth(TOKEN).send().unwrap().text().unwrap();
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || health().matches("\"running\"").count() == 2),
+        "{}",
+        gw.logs()
+    );
+    let exchanged = gw.client().post(gw.url("/auth/session")).json(&json!({ "token": TOKEN })).send().unwrap();
+    let cookie = exchanged.headers()["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_string();
+    let own_origin = gw.base_url().trim_end_matches('/').to_string();
+    let sandbox_like = format!("http://127.0.0.1:{}", gateway_e2e::free_port());
+    let cookie = cookie.as_str();
+    let served = |(status, body): (u16, String)| status == 200 && body.contains("called on");
+
+    // The gateway's own page (same origin), a trusted origin, or no browser marks at all: served.
+    assert!(served(ui_call(&gw, "a", "only_in_a", &[("cookie", cookie), ("origin", &own_origin)])), "own origin");
+    assert!(served(ui_call(&gw, "a", "only_in_a", &[("cookie", cookie), ("origin", "https://trusted.example")])), "allowed origin");
+    assert!(served(ui_call(&gw, "a", "only_in_a", &[("cookie", cookie)])), "no Origin (not a browser)");
+    assert!(
+        served(ui_call(&gw, "a", "only_in_a", &[("cookie", cookie), ("sec-fetch-site", "same-origin")])),
+        "Sec-Fetch-Site: same-origin"
+    );
+
+    // Another site, another port of the same host (an app's sandbox), or the browser's own mark of
+    // a cross-site request: refused with 403 naming why, on every route that changes something.
+    for (what, headers) in [
+        ("a foreign site", vec![("origin", "https://evil.example")]),
+        ("another port of this host", vec![("origin", sandbox_like.as_str())]),
+        ("an opaque origin", vec![("origin", "null")]),
+        ("Sec-Fetch-Site: cross-site", vec![("sec-fetch-site", "cross-site")]),
+        ("Sec-Fetch-Site: same-site", vec![("sec-fetch-site", "same-site")]),
+    ] {
+        let mut with_cookie = headers.clone();
+        with_cookie.push(("cookie", cookie));
+        let (status, body) = ui_call(&gw, "a", "only_in_a", &with_cookie);
+        assert_eq!(status, 403, "{what}: {body}");
+        assert!(body.contains("cross_site_request") && body.contains("Bearer"), "{what}: {body}");
+        for (method, path) in [
+            (reqwest::Method::POST, "/apps/chat"),
+            (reqwest::Method::DELETE, "/apps/sessions/some-session"),
+            (reqwest::Method::POST, "/apps/mcp/a"),
+        ] {
+            let mut request = gw.client().request(method.clone(), gw.url(path)).header("content-type", "application/json");
+            for (name, value) in &with_cookie {
+                request = request.header(*name, *value);
+            }
+            let response = request.body("{}").send().unwrap();
+            assert_eq!(response.status().as_u16(), 403, "{what}: {method} {path}");
+        }
+        // The same request with the token itself is the caller's own choice: not refused for its origin.
+        let mut with_token: Vec<(&str, String)> = headers.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        with_token.push(("authorization", format!("Bearer {TOKEN}")));
+        let with_token: Vec<(&str, &str)> = with_token.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert!(served(ui_call(&gw, "a", "only_in_a", &with_token)), "{what} with the token");
+    }
+    // Reading with the cookie stays possible from the page (GET is not a write).
+    let read = gw.client().get(gw.url("/apps/health")).header("cookie", cookie).header("sec-fetch-site", "same-site").send().unwrap();
+    assert_eq!(read.status().as_u16(), 200);
+
+    // An app's UI reaches its own app only: b's tool is unknown to a, under its own name and under
+    // the registry's prefixed name, while b serves it; a model-only tool is refused to every UI.
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("authorization", bearer.as_str())];
+    assert!(served(ui_call(&gw, "b", "only_in_b", &headers)), "b serves its own tool");
+    for name in ["only_in_b", "b.only_in_b", "b_only_in_b", "../b/only_in_b"] {
+        let (status, body) = ui_call(&gw, "a", name, &headers);
+        assert!(!body.contains("called on"), "a's UI reached {name}: {status} {body}");
+        assert!(body.contains("\"error\"") || body.contains("\"isError\":true"), "{name}: {status} {body}");
+    }
+    for app in ["a", "b"] {
+        let (status, body) = ui_call(&gw, app, "model_only", &headers);
+        assert!(body.contains("not visible to apps"), "{app}: {status} {body}");
+    }
+    let (status, body) = ui_call(&gw, "a%2F..%2Fb", "only_in_b", &headers);
+    assert!(body.contains("Unknown McpApp 'a/../b'") && !body.contains("called on"), "an app id with a path in it: {status} {body}");
 }

@@ -68,6 +68,8 @@ pub struct AuthPolicy {
     allow_query_token: bool,
     /// `Security.AllowedOrigins`, exact strings without a trailing `/` (CORS and, when open, Origin).
     pub allowed_origins: Vec<String>,
+    /// `Gateway.PublicBaseUrl`'s origin: the page's origin behind a proxy that rewrites `Host`.
+    public_origin: Option<String>,
     session_ttl: Duration,
     sessions: Mutex<HashMap<Digest32, Instant>>,
 }
@@ -98,6 +100,7 @@ impl AuthPolicy {
             token: token.map(|t| digest(t.as_bytes())),
             allow_query_token: settings.get_bool("Gateway:AllowQueryStringToken").unwrap_or(false),
             allowed_origins: allowed_origins(settings),
+            public_origin: settings.get_str("Gateway:PublicBaseUrl").and_then(|url| origin_of(&url)),
             session_ttl: Duration::from_secs(60 * minutes.filter(|m| *m > 0).unwrap_or(DEFAULT_SESSION_MINUTES)),
             sessions: Mutex::new(HashMap::new()),
         })
@@ -128,7 +131,7 @@ impl AuthPolicy {
     }
 
     /// Creates a browser session; returns its id (256 random bits, hex).
-    fn new_session(&self) -> Result<String, AuthConfigError> {
+    pub fn new_session(&self) -> Result<String, AuthConfigError> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes).map_err(|e| AuthConfigError::Random(e.to_string()))?;
         let id: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -159,7 +162,7 @@ impl AuthPolicy {
     }
 
     /// What the request presents, checked in turn; any valid credential admits it.
-    fn check_credentials(&self, headers: &HeaderMap, query: Option<&str>) -> Credential {
+    pub fn check_credentials(&self, headers: &HeaderMap, query: Option<&str>) -> Credential {
         let mut presented = false;
         if let Some(token) = bearer(headers) {
             presented = true;
@@ -170,7 +173,7 @@ impl AuthPolicy {
         for id in cookies(headers, SESSION_COOKIE) {
             presented = true;
             if self.session_valid(id) {
-                return Credential::Valid;
+                return Credential::Cookie;
             }
         }
         if self.allow_query_token {
@@ -189,8 +192,11 @@ impl AuthPolicy {
     }
 }
 
-enum Credential {
+pub enum Credential {
+    /// The token (Bearer header or allowed query string): the caller chose to present it.
     Valid,
+    /// The session cookie: a browser sends it on its own, so it admits only same-origin writes.
+    Cookie,
     Invalid,
     Missing,
 }
@@ -206,13 +212,13 @@ fn allowed_origins(settings: &Settings) -> Vec<String> {
     raw.iter().map(|o| o.trim().trim_end_matches('/').to_string()).filter(|o| !o.is_empty()).collect()
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
-fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+pub fn cookies<'a>(headers: &'a HeaderMap, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -282,7 +288,7 @@ pub fn host_part(authority: &str) -> &str {
 }
 
 /// `http(s)://<loopback name>[:port]`.
-fn is_loopback_origin(origin: &str) -> bool {
+pub fn is_loopback_origin(origin: &str) -> bool {
     let rest = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
     match rest {
         Some(rest) => {
@@ -351,6 +357,11 @@ pub async fn guard(State(state): State<Arc<GatewayState>>, request: Request, nex
         if !is_public(&request) {
             match auth.check_credentials(request.headers(), request.uri().query()) {
                 Credential::Valid => {}
+                Credential::Cookie => {
+                    if let Some(refusal) = cross_site_check(auth, &request) {
+                        return refusal;
+                    }
+                }
                 Credential::Missing => {
                     return unauthorized(
                         "this gateway requires credentials: Authorization: Bearer <token>, or the session cookie from POST /auth/session",
@@ -364,6 +375,58 @@ pub async fn guard(State(state): State<Arc<GatewayState>>, request: Request, nex
         return refusal;
     }
     next.run(request).await
+}
+
+/// A request admitted by the session cookie alone must come from the gateway's own page when it
+/// can change something (cross-site request forgery): a browser attaches the cookie to a form or
+/// `fetch` another site sends, and `SameSite=Strict` does not stop pages of the same site — another
+/// port of the same host, such as an app's sandbox — from sending it. So a cookie-admitted request
+/// with a method other than GET/HEAD/OPTIONS is refused when its `Origin` is neither the gateway's
+/// own (the scheme-less `Host` it was sent to) nor in `Security.AllowedOrigins`, or when the
+/// browser says so through `Sec-Fetch-Site` (`cross-site`, `same-site`) with no allowed `Origin`.
+/// Requests carrying the token itself are not affected: a browser never adds a Bearer header.
+fn cross_site_check(auth: &AuthPolicy, request: &Request) -> Option<Response> {
+    if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+        return None;
+    }
+    let headers = request.headers();
+    let origin = headers.get(header::ORIGIN).map(|o| o.to_str().unwrap_or("").trim());
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(str::trim);
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).map(str::trim);
+    let verdict = match origin {
+        Some(origin) if auth.origin_allowed(origin) => None,
+        Some(origin) if auth.public_origin.as_deref().is_some_and(|own| own.eq_ignore_ascii_case(origin.trim_end_matches('/'))) => None,
+        Some(origin) if host.is_some_and(|host| same_origin(origin, host)) => None,
+        Some(origin) => Some(format!("Origin '{origin}' is not this gateway's own and not in Security.AllowedOrigins")),
+        None => match fetch_site {
+            Some(site) if site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site") => {
+                Some(format!("the browser marks it Sec-Fetch-Site: {site}"))
+            }
+            _ => None,
+        },
+    };
+    verdict.map(|why| {
+        json_error(
+            StatusCode::FORBIDDEN,
+            "cross_site_request",
+            format!("a request admitted by the session cookie must come from the gateway's own page: {why}; send the token as Authorization: Bearer instead"),
+        )
+    })
+}
+
+/// `scheme://authority` of a URL such as `Gateway.PublicBaseUrl` (`https://gw.example.com/base/`
+/// → `https://gw.example.com`).
+fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.trim().split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().filter(|a| !a.is_empty())?;
+    Some(format!("{}://{}", scheme.to_ascii_lowercase(), authority))
+}
+
+/// `http(s)://{host}` where `host` is the `Host` header's value (port included, case-insensitive).
+fn same_origin(origin: &str, host: &str) -> bool {
+    let origin = origin.trim_end_matches('/');
+    let authority = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+    authority.is_some_and(|a| a.eq_ignore_ascii_case(host))
 }
 
 /// When open: Host must name loopback, Origin (if any) must be loopback or allowed.
@@ -475,6 +538,16 @@ mod tests {
             assert!(!is_public(&request(Method::GET, path)), "{path}");
         }
         assert!(!is_public(&request(Method::HEAD, "/apps/")));
+    }
+
+    #[test]
+    fn own_origins() {
+        assert!(same_origin("http://localhost:5000", "localhost:5000"));
+        assert!(same_origin("https://GW.example.com/", "gw.example.com"));
+        assert!(!same_origin("http://localhost:42237", "localhost:5000"));
+        assert!(!same_origin("null", "localhost:5000"));
+        assert_eq!(origin_of("https://gw.example.com/base/?x").as_deref(), Some("https://gw.example.com"));
+        assert_eq!(origin_of("gw.example.com"), None);
     }
 
     #[test]
