@@ -121,6 +121,10 @@ pub const CONFIGURATION: Key = Section(&[
             ("ModuleSwapDrainSeconds", V),
             // http/apps_mcp.rs
             ("MaxRequestBytes", V),
+            // http/connections.rs
+            ("HeaderReadTimeoutSeconds", V),
+            ("RequestBodyTimeoutSeconds", V),
+            ("ResponseWriteTimeoutSeconds", V),
             // http/health.rs, http/sandbox.rs
             ("PublicBaseUrl", V),
             ("PublicSandboxUrl", V),

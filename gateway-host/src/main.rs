@@ -8,27 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-mod boundary_check;
-mod chat;
-mod commands;
-mod config_keys;
-mod env_overrides;
-mod gateway_config;
-mod http;
-mod logging;
-mod metrics;
-mod module_host;
-mod module_loader;
-mod relay;
-mod serve;
-mod settings;
-mod tools;
-mod workspace;
-#[cfg(test)]
-mod test_support;
-
-/// The error of the gateway's commands and startup: anything with a message.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+use gateway_host::{boundary_check, commands, config_keys, logging, serve, settings};
 
 /// The MCP App gateway.
 #[derive(Debug, Parser)]

@@ -2,12 +2,12 @@
 //! on `SIGTERM` the listeners stop accepting, calls and chat turns in progress finish (bounded by
 //! `Gateway.ShutdownTimeoutSeconds`), then every app stops before the process exits 0.
 
-use axum::serve::ListenerExt as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::gateway_config::{data_dir, module_config, module_path, parse_urls, DEFAULT_URLS};
+use crate::http::connections::ConnectionLimits;
 use crate::http::{self, GatewayState};
 use crate::module_host::ModuleHost;
 use crate::module_loader::{self, LoadedModule};
@@ -81,14 +81,15 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
     tokio::spawn(swap_on_sighup(state.clone(), config));
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let limits = ConnectionLimits::from_settings(&state.settings);
     let mut servers = Vec::new();
     for listener in sandbox_listeners {
         tracing::info!("Sandbox listening on http://{}", listener.local_addr()?);
-        servers.push(spawn_server(listener, sandbox_router.clone(), stop_rx.clone()));
+        servers.push(spawn_server(listener, sandbox_router.clone(), limits, stop_rx.clone()));
     }
     for listener in listeners {
         tracing::info!("Gateway listening on http://{}", listener.local_addr()?);
-        servers.push(spawn_server(listener, router.clone(), stop_rx.clone()));
+        servers.push(spawn_server(listener, router.clone(), limits, stop_rx.clone()));
     }
 
     signals.next().await;
@@ -126,19 +127,7 @@ const DEFAULT_SHUTDOWN_BOUND: std::time::Duration = std::time::Duration::from_se
 const LAST_RESPONSES: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn shutdown_bound(settings: &Settings) -> std::time::Duration {
-    let configured = settings.get_str("Gateway:ShutdownTimeoutSeconds");
-    match configured.as_deref().map(str::parse::<f64>) {
-        None => DEFAULT_SHUTDOWN_BOUND,
-        Some(Ok(s)) if s.is_finite() && s >= 0.0 => std::time::Duration::from_secs_f64(s),
-        Some(_) => {
-            tracing::warn!(
-                "Gateway.ShutdownTimeoutSeconds {:?} is not a number of seconds; using {}",
-                configured.unwrap_or_default(),
-                DEFAULT_SHUTDOWN_BOUND.as_secs()
-            );
-            DEFAULT_SHUTDOWN_BOUND
-        }
-    }
+    settings.get_seconds("Gateway:ShutdownTimeoutSeconds", DEFAULT_SHUTDOWN_BOUND)
 }
 
 async fn bind_all(addrs: &[SocketAddr], what: &str) -> Result<Vec<tokio::net::TcpListener>, BoxError> {
@@ -156,22 +145,12 @@ async fn bind_all(addrs: &[SocketAddr], what: &str) -> Result<Vec<tokio::net::Tc
 fn spawn_server(
     listener: tokio::net::TcpListener,
     router: axum::Router,
+    limits: ConnectionLimits,
     mut stop: tokio::sync::watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<std::io::Result<()>> {
-    let app = router.into_make_service_with_connect_info::<SocketAddr>();
-    tokio::spawn(async move {
-        axum::serve(
-            listener.tap_io(|tcp| {
-                // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
-                let _ = tcp.set_nodelay(true);
-            }),
-            app,
-        )
-        .with_graceful_shutdown(async move {
-            let _ = stop.wait_for(|s| *s).await;
-        })
-        .await
-    })
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(http::connections::serve(listener, router, limits, async move {
+        let _ = stop.wait_for(|s| *s).await;
+    }))
 }
 
 /// `SIGHUP`: re-reads `Gateway.ModulePath` from the configuration file and swaps to that

@@ -46,26 +46,42 @@ impl Settings {
     /// applied. `main` reads the configuration this way before logging is set up (the log format
     /// comes from the configuration).
     pub fn read(path: Option<&Path>) -> Result<(Settings, Vec<String>), SettingsError> {
-        let (mut effective, config_dir) = match path {
+        let (effective, config_dir) = match path {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|source| SettingsError::Read { path: path.to_path_buf(), source })?;
-                let value: Value = serde_json::from_str(&text)
-                    .map_err(|source| SettingsError::Parse { path: path.to_path_buf(), source })?;
-                if !value.is_object() {
-                    return Err(SettingsError::NotAnObject { path: path.to_path_buf() });
-                }
-                let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-                let dir = abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-                (value, dir)
+                Settings::parse_file(&text, path)?
             }
             None => {
                 let value = serde_json::from_str(DEFAULT_CONFIG).expect("the embedded default configuration is JSON");
                 (value, std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
             }
         };
-        let applied = apply_env_overrides(&mut effective, std::env::vars(), None);
-        Ok((Settings { effective, config_dir }, applied))
+        Ok(Settings::with_overrides(effective, config_dir, std::env::vars()))
+    }
+
+    /// The text of the configuration file at `path` as a document, and the folder its relative
+    /// paths resolve against.
+    pub fn parse_file(text: &str, path: &Path) -> Result<(Value, PathBuf), SettingsError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|source| SettingsError::Parse { path: path.to_path_buf(), source })?;
+        if !value.is_object() {
+            return Err(SettingsError::NotAnObject { path: path.to_path_buf() });
+        }
+        let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let dir = abs.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+        Ok((value, dir))
+    }
+
+    /// The effective configuration: `document` with the environment variables `vars` applied
+    /// ([`apply_env_overrides`]); also the names of the variables applied.
+    pub fn with_overrides(
+        mut document: Value,
+        config_dir: PathBuf,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> (Settings, Vec<String>) {
+        let applied = apply_env_overrides(&mut document, vars, None);
+        (Settings { effective: document, config_dir }, applied)
     }
 
     /// A value by a `:`-separated, case-insensitive path (`Gateway:Urls`), as ASP.NET reads it.
@@ -95,6 +111,23 @@ impl Settings {
                 _ => None,
             }),
             _ => None,
+        }
+    }
+
+    /// A duration in seconds (a number, or a string from the environment; fractions allowed).
+    /// Absent → `default`; not a non-negative number → `default` with a warning naming the key.
+    pub fn get_seconds(&self, path: &str, default: std::time::Duration) -> std::time::Duration {
+        let Some(configured) = self.get_str(path) else { return default };
+        match configured.parse::<f64>() {
+            Ok(s) if s.is_finite() && s >= 0.0 => std::time::Duration::from_secs_f64(s),
+            _ => {
+                tracing::warn!(
+                    "{} {configured:?} is not a number of seconds; using {}",
+                    path.replace(':', "."),
+                    default.as_secs_f64()
+                );
+                default
+            }
         }
     }
 

@@ -392,7 +392,7 @@ fn ui_of(frame: &Frame) -> Option<Value> {
 }
 
 /// The user's message, with what they did in app UIs before it.
-fn user_content(request: &TurnRequest) -> String {
+pub fn user_content(request: &TurnRequest) -> String {
     let mut parts: Vec<String> = request
         .app_events
         .iter()

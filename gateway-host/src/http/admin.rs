@@ -33,13 +33,7 @@ const DEFAULT_DRAIN: Duration = Duration::from_secs(10);
 
 /// The drain bound of a swap (`Gateway.ModuleSwapDrainSeconds`).
 pub fn drain_bound(state: &GatewayState) -> Duration {
-    state
-        .settings
-        .get_str("Gateway:ModuleSwapDrainSeconds")
-        .and_then(|s| s.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
-        .unwrap_or(DEFAULT_DRAIN)
+    state.settings.get_seconds("Gateway:ModuleSwapDrainSeconds", DEFAULT_DRAIN)
 }
 
 /// `POST /admin/module`.

@@ -36,7 +36,9 @@ fn problem(status: StatusCode, code: &str, message: impl Into<String>) -> Respon
 
 fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Response> {
     let bytes = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        if let Some(late) = super::connections::timed_out(&rejection) {
+            super::connections::request_timeout(late)
+        } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             problem(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("the request body exceeds {MAX_CHAT_BYTES} bytes"))
         } else {
             problem(StatusCode::BAD_REQUEST, "bad_body", format!("cannot read the request body: {rejection}"))
@@ -58,46 +60,53 @@ fn valid_session_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
 }
 
-/// `POST /apps/chat`: `{message?, sessionId?, appEvents?}` → the turn's frames.
-pub async fn post(State(state): State<Arc<GatewayState>>, body: Result<Bytes, BytesRejection>) -> Response {
-    let body = match read_body(body) {
-        Ok(body) => body,
-        Err(response) => return response,
-    };
+/// The body of `POST /apps/chat`, `{message?, sessionId?, appEvents?}`, read: the turn to run
+/// (a new session id when none is given), or the 4xx response naming the problem.
+pub fn turn_request(body: Result<Bytes, BytesRejection>) -> Result<TurnRequest, Response> {
+    let body = read_body(body)?;
     let message = match &body["message"] {
         Value::Null => None,
         Value::String(s) => Some(s.clone()),
-        _ => return problem(StatusCode::BAD_REQUEST, "bad_message", "message must be a string"),
+        _ => return Err(problem(StatusCode::BAD_REQUEST, "bad_message", "message must be a string")),
     };
     let app_events: Vec<AppEvent> = match &body["appEvents"] {
         Value::Null => Vec::new(),
         events => match serde_json::from_value(events.clone()) {
             Ok(events) => events,
             Err(e) => {
-                return problem(
+                return Err(problem(
                     StatusCode::BAD_REQUEST,
                     "bad_app_events",
                     format!("appEvents must be [{{app?, tool, args?, resultText?}} or {{app?, text}}]: {e}"),
-                )
+                ))
             }
         },
     };
     if let Some(why) = app_events.iter().find_map(|e| e.check().err()) {
-        return problem(StatusCode::BAD_REQUEST, "bad_app_events", why);
+        return Err(problem(StatusCode::BAD_REQUEST, "bad_app_events", why));
     }
     if message.as_deref().is_none_or(|m| m.trim().is_empty()) && app_events.is_empty() {
-        return problem(StatusCode::BAD_REQUEST, "nothing_to_say", "send a message, appEvents, or both");
+        return Err(problem(StatusCode::BAD_REQUEST, "nothing_to_say", "send a message, appEvents, or both"));
     }
     let session_id = match &body["sessionId"] {
         Value::Null => format!("apps-{}", random_hex(12)),
         Value::String(id) if valid_session_id(id) => id.clone(),
         _ => {
-            return problem(
+            return Err(problem(
                 StatusCode::BAD_REQUEST,
                 "bad_session_id",
                 "sessionId must be 1–128 letters, digits, '-', '_' or '.'",
-            )
+            ))
         }
+    };
+    Ok(TurnRequest { session_id, message, app_events })
+}
+
+/// `POST /apps/chat`: `{message?, sessionId?, appEvents?}` → the turn's frames.
+pub async fn post(State(state): State<Arc<GatewayState>>, body: Result<Bytes, BytesRejection>) -> Response {
+    let request = match turn_request(body) {
+        Ok(request) => request,
+        Err(response) => return response,
     };
     let (frames, receiver) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
@@ -105,7 +114,7 @@ pub async fn post(State(state): State<Arc<GatewayState>>, body: Result<Bytes, By
     let turn_cancel = cancel.clone();
     // Tracked, so that a graceful shutdown lets the turn finish.
     state.turns.spawn(async move {
-        chat.run_turn(TurnRequest { session_id, message, app_events }, frames, turn_cancel).await;
+        chat.run_turn(request, frames, turn_cancel).await;
     });
     // The stream owns the guard: a client that goes away cancels the turn.
     let guard = cancel.drop_guard();
@@ -117,22 +126,30 @@ pub async fn post(State(state): State<Arc<GatewayState>>, body: Result<Bytes, By
     Sse::new(events).keep_alive(KeepAlive::default()).into_response()
 }
 
-/// `POST /apps/chat/{sessionId}/input`: `{inputId, result}` (or `{inputId, error}`) answers an
-/// `input` frame of that session's running turn.
-pub async fn input(State(state): State<Arc<GatewayState>>, Path(session_id): Path<String>, body: Result<Bytes, BytesRejection>) -> Response {
-    let body = match read_body(body) {
-        Ok(body) => body,
-        Err(response) => return response,
-    };
+/// The body of `POST /apps/chat/{sessionId}/input`, `{inputId, result}` or `{inputId, error}`,
+/// read: the input id and the answer (the client's result, or its JSON-RPC error object), or the
+/// 4xx response naming the problem.
+pub fn input_answer(body: Result<Bytes, BytesRejection>) -> Result<(String, Result<Value, Value>), Response> {
+    let body = read_body(body)?;
     let Some(input_id) = body["inputId"].as_str() else {
-        return problem(StatusCode::BAD_REQUEST, "bad_input", "inputId (a string) is required");
+        return Err(problem(StatusCode::BAD_REQUEST, "bad_input", "inputId (a string) is required"));
     };
     let answer = match (body.get("result"), body.get("error")) {
         (Some(result), None) if result.is_object() => Ok(result.clone()),
         (None, Some(error)) if error.is_object() => Err(error.clone()),
-        _ => return problem(StatusCode::BAD_REQUEST, "bad_input", "send exactly one of result or error (a JSON object)"),
+        _ => return Err(problem(StatusCode::BAD_REQUEST, "bad_input", "send exactly one of result or error (a JSON object)")),
     };
-    match state.chat.answer(&session_id, input_id, answer).await {
+    Ok((input_id.to_string(), answer))
+}
+
+/// `POST /apps/chat/{sessionId}/input`: `{inputId, result}` (or `{inputId, error}`) answers an
+/// `input` frame of that session's running turn.
+pub async fn input(State(state): State<Arc<GatewayState>>, Path(session_id): Path<String>, body: Result<Bytes, BytesRejection>) -> Response {
+    let (input_id, answer) = match input_answer(body) {
+        Ok(read) => read,
+        Err(response) => return response,
+    };
+    match state.chat.answer(&session_id, &input_id, answer).await {
         Ok(()) => Json(json!({ "ok": true })).into_response(),
         Err(e @ crate::chat::agent::AnswerError::NotWaiting { .. }) => problem(StatusCode::NOT_FOUND, "no_such_input", e.to_string()),
         Err(e) => problem(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),

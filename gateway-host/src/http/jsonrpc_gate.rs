@@ -12,7 +12,8 @@
 //!   `"Name"` beside `"name"`) anywhere in the body → -32600 naming them: parsers disagree on
 //!   which one wins (serde keeps the last, others the first), so a body that means two things to
 //!   two readers — the gateway and the app — is refused rather than resolved silently;
-//! - a body over `Gateway.MaxRequestBytes` → 413 with a -32600 error naming the limit.
+//! - a body over `Gateway.MaxRequestBytes` → 413 with a -32600 error naming the limit;
+//! - a body that did not arrive whole in time (`connections::body_deadline`) → 408, -32600.
 //!
 //! Everything else passes to rmcp untouched.
 
@@ -22,6 +23,8 @@ use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use host_abi::jsonrpc;
+
+use super::connections;
 use serde_json::{json, Value};
 
 /// The largest body accepted.
@@ -35,12 +38,13 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
     let (parts, body) = request.into_parts();
     let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
-        Err(_) => {
-            let message = format!("request body exceeds {limit} bytes (Gateway.MaxRequestBytes)");
-            let mut response = refuse(StatusCode::PAYLOAD_TOO_LARGE, &Value::Null, jsonrpc::INVALID_REQUEST, message);
+        Err(e) => {
+            let (status, message) = match connections::timed_out(&e) {
+                Some(late) => (StatusCode::REQUEST_TIMEOUT, late.to_string()),
+                None => (StatusCode::PAYLOAD_TOO_LARGE, format!("request body exceeds {limit} bytes (Gateway.MaxRequestBytes)")),
+            };
             // The rest of the body is never read: the connection cannot carry another request.
-            response.headers_mut().insert(header::CONNECTION, header::HeaderValue::from_static("close"));
-            return response;
+            return connections::with_connection_close(refuse(status, &Value::Null, jsonrpc::INVALID_REQUEST, message));
         }
     };
     let message: Value = match serde_json::from_slice(&bytes) {

@@ -27,14 +27,15 @@ use tokio_util::sync::CancellationToken;
 
 pub mod admin;
 mod apps_mcp;
-mod chat;
+pub(crate) mod chat;
 pub mod auth;
+pub mod connections;
 mod cors;
 pub mod gateway_mcp;
 mod health;
 mod host_page;
 mod mcp_sessions;
-mod jsonrpc_gate;
+pub(crate) mod jsonrpc_gate;
 mod mcp_relay;
 mod mcp_tasks;
 mod metrics;
@@ -161,6 +162,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         )
         // Merge further routes above this line so that the layers below cover them.
         .layer(from_fn_with_state(state.clone(), auth::guard))
+        .layer(from_fn_with_state(connections::ConnectionLimits::from_settings(&state.settings), connections::body_deadline))
         .layer(from_fn_with_state(state.clone(), cors::cors))
         .with_state(state)
 }

@@ -1,0 +1,245 @@
+//! Serving connections: the accept loop behind every listener (the gateway's and the sandbox's),
+//! with the limits that keep a slow or half-open client from holding the gateway's resources.
+//!
+//! `axum::serve` gives hyper no timer, so hyper's header-read timeout never runs: a client that
+//! sends a request's headers one byte at a time (slowloris) held its connection, its task and
+//! its buffers for as long as it liked. This loop is `axum::serve` with the limits added:
+//!
+//! - **headers** must arrive within `Gateway.HeaderReadTimeoutSeconds` (default 15 s) of the
+//!   request's start — also for the next request on a kept-alive connection, so an idle
+//!   connection is closed after that long;
+//! - **request bodies** must arrive whole within `Gateway.RequestBodyTimeoutSeconds` (default
+//!   60 s, see [`body_deadline`]): a body that never ends (a `Content-Length` never reached, a
+//!   chunked body trickling forever) fails its reader, which answers 408;
+//! - **responses** must make progress: a write that cannot proceed for
+//!   `Gateway.ResponseWriteTimeoutSeconds` (default 60 s) ends the connection ([`StallGuard`]).
+//!   That is the client that stops reading an event stream or a large result: its socket buffer
+//!   fills, and without this its stream, subscription and queued events would live forever.
+//!
+//! A graceful stop stops accepting, lets each connection finish its request in flight (open
+//! streams are ended by `GatewayState::shutdown`), then returns.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Sleep;
+
+use crate::settings::Settings;
+
+const DEFAULT_HEADER_READ: Duration = Duration::from_secs(15);
+const DEFAULT_BODY: Duration = Duration::from_secs(60);
+const DEFAULT_WRITE_STALL: Duration = Duration::from_secs(60);
+
+/// The limits of one listener's connections, from the configuration.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionLimits {
+    pub header_read: Duration,
+    pub body: Duration,
+    pub write_stall: Duration,
+}
+
+impl ConnectionLimits {
+    pub fn from_settings(settings: &Settings) -> ConnectionLimits {
+        ConnectionLimits {
+            header_read: settings.get_seconds("Gateway:HeaderReadTimeoutSeconds", DEFAULT_HEADER_READ),
+            body: settings.get_seconds("Gateway:RequestBodyTimeoutSeconds", DEFAULT_BODY),
+            write_stall: settings.get_seconds("Gateway:ResponseWriteTimeoutSeconds", DEFAULT_WRITE_STALL),
+        }
+    }
+}
+
+/// Serves `router` on `listener` until `stop` resolves, then lets the connections finish.
+pub async fn serve(listener: TcpListener, router: Router, limits: ConnectionLimits, stop: impl Future<Output = ()>) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(limits.header_read);
+    let graceful = GracefulShutdown::new();
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors and the like: the listener itself is fine; wait a
+                    // moment rather than spin (as axum::serve does).
+                    tracing::debug!("accepting a connection failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
+        let _ = tcp.set_nodelay(true);
+        let io = TokioIo::new(StallGuard::new(tcp, limits.write_stall));
+        let service = TowerToHyperService::new(router.clone());
+        let connection = graceful.watch(http.serve_connection(io, service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!("connection ended: {e}");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+}
+
+/// A TCP stream whose writes fail once they have been unable to proceed for `limit` (the peer
+/// stopped reading and its receive window is full). Reads are not limited here: an idle
+/// kept-alive connection is bounded by the header-read timeout, a request body by
+/// [`body_deadline`], and a client waiting on a stream legitimately sends nothing.
+pub struct StallGuard {
+    inner: TcpStream,
+    limit: Duration,
+    stalled: Option<Pin<Box<Sleep>>>,
+}
+
+impl StallGuard {
+    fn new(inner: TcpStream, limit: Duration) -> StallGuard {
+        StallGuard { inner, limit, stalled: None }
+    }
+
+    /// What a write that returned `Pending` means: still waiting, or stalled for too long.
+    fn pending<T>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        let limit = self.limit;
+        let stalled = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match stalled.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the client read nothing for {}s (Gateway.ResponseWriteTimeoutSeconds)", limit.as_secs_f64()),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn progressed<T>(&mut self, result: Poll<io::Result<T>>, cx: &mut Context<'_>) -> Poll<io::Result<T>> {
+        match result {
+            Poll::Pending => self.pending(cx),
+            ready => {
+                self.stalled = None;
+                ready
+            }
+        }
+    }
+}
+
+impl AsyncRead for StallGuard {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for StallGuard {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.progressed(result, cx)
+    }
+
+    fn poll_write_vectored(mut self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.progressed(result, cx)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let result = Pin::new(&mut self.inner).poll_flush(cx);
+        self.progressed(result, cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Why a request body failed: it did not arrive whole in time. Readers of bodies find it in
+/// their error's source chain ([`timed_out`]) to answer 408 instead of a generic failure.
+#[derive(Debug, thiserror::Error)]
+#[error("the request body did not arrive whole within {}s (Gateway.RequestBodyTimeoutSeconds)", .0.as_secs_f64())]
+pub struct BodyTimedOut(pub Duration);
+
+/// Whether reading a body failed because of [`BodyTimedOut`].
+pub fn timed_out<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a BodyTimedOut> {
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(found) = e.downcast_ref::<BodyTimedOut>() {
+            return Some(found);
+        }
+        current = e.source();
+    }
+    None
+}
+
+/// The middleware giving every request body a deadline (see the module docs). Requests without
+/// a body pass untouched.
+pub async fn body_deadline(State(limits): State<ConnectionLimits>, request: Request, next: Next) -> Response {
+    let has_body = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS)
+        || request.headers().contains_key(header::CONTENT_LENGTH)
+        || request.headers().contains_key(header::TRANSFER_ENCODING);
+    if !has_body {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let body = Body::new(DeadlineBody { inner: body, deadline: Box::pin(tokio::time::sleep(limits.body)), limit: limits.body });
+    let response = next.run(Request::from_parts(parts, body)).await;
+    if response.status() == StatusCode::REQUEST_TIMEOUT {
+        return with_connection_close(response);
+    }
+    response
+}
+
+/// The rest of an unread body can never be skipped: the connection cannot carry another request.
+pub fn with_connection_close(mut response: Response) -> Response {
+    response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// A 408 naming the deadline, as a JSON body for the routes that are not JSON-RPC.
+pub fn request_timeout(e: &BodyTimedOut) -> Response {
+    let body = serde_json::json!({ "error": { "code": "request_timeout", "message": e.to_string() } });
+    with_connection_close((StatusCode::REQUEST_TIMEOUT, axum::Json(body)).into_response())
+}
+
+struct DeadlineBody {
+    inner: Body,
+    deadline: Pin<Box<Sleep>>,
+    limit: Duration,
+}
+
+impl http_body::Body for DeadlineBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        match self.deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(BodyTimedOut(self.limit))))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}

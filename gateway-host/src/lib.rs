@@ -1,0 +1,58 @@
+//! `gateway-host`: the MCP App gateway, as a library.
+//!
+//! The gateway is a program (`src/main.rs`: the command line). Its modules form this library so
+//! that the binary and the fuzz targets (`fuzz/`) use the same code: [`fuzzing`] names what the
+//! targets drive. Nothing here is an API for other crates; see ARCHITECTURE.md for the map.
+
+// The commands `main` runs.
+#[doc(hidden)]
+pub mod boundary_check;
+#[doc(hidden)]
+pub mod commands;
+#[doc(hidden)]
+pub mod config_keys;
+#[doc(hidden)]
+pub mod logging;
+#[doc(hidden)]
+pub mod serve;
+#[doc(hidden)]
+pub mod settings;
+
+mod chat;
+mod env_overrides;
+mod gateway_config;
+mod http;
+mod metrics;
+mod module_host;
+mod module_loader;
+mod relay;
+mod tools;
+mod workspace;
+#[cfg(test)]
+mod test_support;
+
+/// The error of the gateway's commands and startup: anything with a message.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// What the fuzz targets (`fuzz/fuzz_targets`) drive: the gateway's readers of untrusted input
+/// (HTTP bodies, headers, query strings, the configuration and the environment), the very
+/// functions the routes and startup call.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::chat::agent::{user_content, AppEvent, TurnRequest};
+    pub use crate::chat::provider::AgentConfig;
+    pub use crate::chat::store::title_of;
+    pub use crate::config_keys::{unknown_keys, UnknownKey};
+    pub use crate::env_overrides::apply_env_overrides;
+    pub use crate::gateway_config::{data_dir, module_config, module_path, parse_urls, DEFAULT_URLS};
+    pub use crate::http::auth::{
+        bearer, cookies, host_part, is_loopback_name, is_loopback_origin, query_param, AuthPolicy, Credential, SESSION_COOKIE,
+    };
+    pub use crate::http::chat::{input_answer, turn_request, MAX_CHAT_BYTES};
+    pub use crate::http::gateway_mcp::Compatibility;
+    pub use crate::http::jsonrpc_gate::{gate, BodyLimit};
+    pub use crate::http::sandbox::{listen_addrs, SandboxSite};
+    pub use crate::logging::{setup as log_setup, Mode as LogMode};
+    pub use crate::settings::Settings;
+    pub use crate::tools::preference::Preference;
+}
