@@ -20,7 +20,9 @@
 //! fed back and the history sent. Faults: [`Reply::http_error`], [`Reply::garbage`] (not SSE),
 //! [`Reply::cut`] (the connection broken mid-stream), and timing on any reply: [`Reply::delayed`],
 //! [`Reply::chunk_delay`], [`Reply::held`] (until a [`Gate`] opens). A request that finds the
-//! script empty gets HTTP 500 saying so (and is recorded with `unscripted: true`).
+//! script empty gets HTTP 500 saying so (and is recorded with `unscripted: true`), unless a
+//! responder is set ([`ScriptedLlm::respond_with`]): then the responder picks the reply from the
+//! request itself — for concurrent turns, where the order of requests is not known in advance.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -334,9 +336,14 @@ impl RecordedRequest {
     }
 }
 
+/// Picks the reply to a request from its JSON body.
+type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
 struct Shared {
     model: String,
     script: Mutex<VecDeque<Reply>>,
+    /// Answers what the script does not (see [`ScriptedLlm::respond_with`]).
+    responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<RecordedRequest>>,
     /// Notified whenever `requests` changes.
     changed: Condvar,
@@ -399,6 +406,7 @@ impl ScriptedLlm {
         let shared = Arc::new(Shared {
             model: DEFAULT_MODEL.to_string(),
             script: Mutex::new(VecDeque::new()),
+            responder: Mutex::new(None),
             requests: Mutex::new(Vec::new()),
             changed: Condvar::new(),
             ids: AtomicU64::new(1),
@@ -450,6 +458,16 @@ impl ScriptedLlm {
     /// Appends replies to the script, in order.
     pub fn push_all(&self, replies: impl IntoIterator<Item = Reply>) -> &Self {
         self.shared.script.lock().unwrap().extend(replies);
+        self
+    }
+
+    /// Answers every request the script has no reply for with `responder(body)` instead of
+    /// HTTP 500 (the script, while not empty, still comes first). For turns that run
+    /// concurrently: the reply is chosen from what the request holds (e.g. a tool call when the
+    /// last message is the user's, the final text once a tool result came back), not from the
+    /// order requests happen to arrive in.
+    pub fn respond_with(&self, responder: impl Fn(&Value) -> Reply + Send + Sync + 'static) -> &Self {
+        *self.shared.responder.lock().unwrap() = Some(Arc::new(responder));
         self
     }
 
@@ -539,7 +557,9 @@ fn error_body(message: &str) -> String {
 async fn completions(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
     let text = String::from_utf8_lossy(&body).to_string();
     let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    let reply = shared.script.lock().unwrap().pop_front();
+    let scripted = shared.script.lock().unwrap().pop_front();
+    let responder = if scripted.is_none() { shared.responder.lock().unwrap().clone() } else { None };
+    let reply = scripted.or_else(|| responder.map(|respond| respond(&body)));
     let index = {
         let mut requests = shared.requests.lock().unwrap();
         let index = requests.len();
