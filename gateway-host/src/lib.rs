@@ -22,6 +22,7 @@ mod chat;
 mod env_overrides;
 mod gateway_config;
 mod http;
+mod memory;
 mod metrics;
 mod module_host;
 mod module_loader;
