@@ -27,6 +27,8 @@ use host_abi::jsonrpc;
 use super::connections;
 use serde_json::{json, Value};
 
+const BATCH_REFUSED: &str = "Invalid Request: JSON-RPC batches are not part of MCP since 2025-06-18; send one message per POST";
+
 /// The largest body accepted.
 #[derive(Clone, Copy)]
 pub struct BodyLimit(pub usize);
@@ -47,6 +49,11 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
             return connections::with_connection_close(refuse(status, &Value::Null, jsonrpc::INVALID_REQUEST, message));
         }
     };
+    // A batch is refused whatever it holds, so it is not parsed: 10,000 requests in one body
+    // would otherwise become 10,000 JSON trees just to be turned away.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, BATCH_REFUSED.to_string());
+    }
     let message: Value = match serde_json::from_slice(&bytes) {
         Ok(value) => value,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
@@ -56,10 +63,6 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
         return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: {e}"));
     }
     match &message {
-        Value::Array(_) => {
-            let text = "Invalid Request: JSON-RPC batches are not part of MCP since 2025-06-18; send one message per POST";
-            return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text.to_string());
-        }
         Value::Object(_) => {
             if let Err(e) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message.clone()) {
                 return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: not a JSON-RPC message an MCP client sends ({e})"));
