@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::abi::events::EventSink;
 use crate::apps::registry::Registry;
-use crate::upstream::app_server::{AppKind, CallError};
+use crate::upstream::app_server::{unavailable, AppKind, CallError};
 use crate::upstream::relay::Relays;
 use crate::upstream::upstream::UpstreamError;
 
@@ -114,7 +114,7 @@ pub async fn forward(
         Err(CallError::NotRunning { app, state }) => error_response(
             &id,
             jsonrpc::APP_UNAVAILABLE,
-            format!("McpApp '{app}' is not running (state: {state})"),
+            format!("McpApp '{app}' is not running ({})", unavailable(state)),
             Some(json!({ "appId": app, "state": state.as_str() })),
         ),
         Err(CallError::Upstream { source: UpstreamError::Remote { code, message, data }, .. }) => {

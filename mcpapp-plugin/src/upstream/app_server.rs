@@ -62,7 +62,7 @@ pub struct AppContext {
 /// Why a call to an app did not produce an answer.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
-    #[error("McpApp '{app}' is not running (state: {state})")]
+    #[error("McpApp '{app}' is not running ({})", unavailable(*.state))]
     NotRunning { app: String, state: AppState },
     #[error("McpApp '{app}': {reason}")]
     Lost { app: String, reason: String },
@@ -70,6 +70,17 @@ pub enum CallError {
     Cancelled { app: String },
     #[error("McpApp '{app}': {source}")]
     Upstream { app: String, source: UpstreamError },
+}
+
+/// Why an app without a session cannot answer, as its caller should read it: the state an app
+/// has while it has no session is still `running` while it stops (the process is ending) and
+/// `loaded` while it (re)starts.
+pub fn unavailable(state: AppState) -> String {
+    match state {
+        AppState::Running => "it is stopping".to_string(),
+        AppState::Loaded => "it is starting".to_string(),
+        other => format!("state: {other}"),
+    }
 }
 
 /// A connected session and what it offers.
