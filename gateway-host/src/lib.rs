@@ -49,7 +49,8 @@ pub mod fuzzing {
     pub use crate::http::auth::{
         bearer, cookies, host_part, is_loopback_name, is_loopback_origin, query_param, AuthPolicy, Credential, SESSION_COOKIE,
     };
-    pub use crate::http::chat::{input_answer, turn_request, MAX_CHAT_BYTES};
+    pub use crate::http::chat::{input_answer, turn_request};
+    pub use crate::http::connections::ConnectionLimits;
     pub use crate::http::gateway_mcp::Compatibility;
     pub use crate::http::jsonrpc_gate::{gate, BodyLimit};
     pub use crate::http::sandbox::{listen_addrs, SandboxSite};

@@ -148,7 +148,8 @@ describe("/mcp with GroceryInventory, a test app and a Plugins.Mcp server", () =
     const result = await pending;
     assert.ok(result.isError);
     assert.match(result.content[0].text, /^Error:/);
-    assert.ok(Date.now() - started < 5000, "ended at once");
+    // Ended by the kill, not by the 60 s call or a timeout: a wide margin for a loaded machine.
+    assert.ok(Date.now() - started < 20000, "ended at once");
     await waitFor("list_changed", () => changed > 0);
     const { tools } = await client.listTools();
     assert.ok(!tools.some((t) => t.name === "victim.echo"), "the lost app's tools are withdrawn");

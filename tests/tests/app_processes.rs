@@ -272,8 +272,9 @@ fn a_launched_http_app_that_stops_answering_is_restarted() {
         gw.logs()
     );
     let noticed = stopped.elapsed();
-    // Two failed checks, 1 s apart and each allowed 1 s: 2–4 s.
-    assert!(noticed < Duration::from_secs(6), "noticed only after {noticed:?}");
+    // Two failed checks, 1 s apart and each allowed 1 s: 2–4 s; nothing else would notice a
+    // stopped app this side of 30 s, so the bound leaves a loaded machine a wide margin.
+    assert!(noticed < Duration::from_secs(15), "noticed only after {noticed:?}");
     assert!(gw.find_log("McpApp 'h' lost:").unwrap().contains("stopped answering"), "{}", gw.logs());
     assert!(
         wait_until(Duration::from_secs(30), Duration::from_millis(100), || {

@@ -257,7 +257,8 @@ fn ten_thousand_calls_in_flight_complete_without_a_thread_per_call() {
     assert!(peak <= before + 1, "thread count must stay flat (before {before}, peak {peak}): {report}");
     // The calls really were concurrent: 10,000 sequential 5 ms waits would take 50 s.
     let elapsed = report["elapsedMs"].as_f64().expect("elapsedMs");
-    assert!(elapsed < 10_000.0, "10,000 calls of 5 ms must overlap, took {elapsed} ms: {report}");
+    // Half of the sequential time: a loaded machine cannot make overlapping calls look sequential.
+    assert!(elapsed < 25_000.0, "10,000 calls of 5 ms must overlap, took {elapsed} ms: {report}");
 }
 
 // ---------------------------------------------------------------------------------------------
