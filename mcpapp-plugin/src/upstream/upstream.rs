@@ -478,7 +478,27 @@ pub async fn connect_stdio(
     handler
         .serve_with_lifecycle(Sequenced::new(transport), lifecycle)
         .await
-        .map_err(|e| UpstreamError::Connect(format!("MCP handshake over stdio failed: {e}")))
+        .map_err(|e| UpstreamError::Connect(format!("MCP handshake over stdio failed: {}", handshake_failure(&e))))
+}
+
+/// What went wrong in a handshake, for a person: rmcp's own text for a transport failure names
+/// the transport by its Rust type (`Send message error Transport [mcpapp_plugin::upstream::
+/// ordering::Sequenced<…>], when send initialize request`); this says what failed and why, with
+/// the underlying error's causes.
+fn handshake_failure(error: &rmcp::service::ClientInitializeError) -> String {
+    use rmcp::service::ClientInitializeError;
+    match error {
+        ClientInitializeError::TransportError { error, context } => {
+            let mut text = format!("cannot {context}: {}", error.error);
+            let mut source = error.error.source();
+            while let Some(cause) = source {
+                text.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            text
+        }
+        other => other.to_string(),
+    }
 }
 
 /// Performs the handshake over Streamable HTTP with the manifest's headers (and only those).
@@ -505,7 +525,7 @@ pub async fn connect_http(
     handler
         .serve_with_lifecycle(Sequenced::new(transport), lifecycle)
         .await
-        .map_err(|e| UpstreamError::Connect(format!("MCP handshake with {url} failed: {e}")))
+        .map_err(|e| UpstreamError::Connect(format!("MCP handshake with {url} failed: {}", handshake_failure(&e))))
 }
 
 /// The HTTP client of one app's session. rmcp's default client turns connection pooling off (to
