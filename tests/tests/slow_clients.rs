@@ -70,6 +70,17 @@ fn gateway_side_state(gateway_port: u16, client_port: u16) -> Option<String> {
     })
 }
 
+/// Nothing is held any more: the gateway's descriptors are back where they were (give or take
+/// the odd one the runtime opens).
+fn assert_descriptors_back(gw: &GatewayProcess, baseline: usize) {
+    assert!(
+        wait_until(MARGIN, Duration::from_millis(200), || open_fds(gw) <= baseline + 2),
+        "open descriptors: {} before, {} after",
+        baseline,
+        open_fds(gw)
+    );
+}
+
 fn healthz_ok(gw: &GatewayProcess) -> bool {
     gw.try_get("/healthz").is_ok_and(|(status, _)| status == 200)
 }
@@ -115,13 +126,7 @@ fn slowloris_headers_and_idle_connections_are_closed_while_others_are_served() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(closed, "an idle kept-alive connection stayed open");
 
-    // Nothing is held afterwards: the gateway's descriptors are back where they were.
-    assert!(
-        wait_until(MARGIN, Duration::from_millis(200), || open_fds(&gw) <= baseline + 2),
-        "open descriptors: {} before, {} after",
-        baseline,
-        open_fds(&gw)
-    );
+    assert_descriptors_back(&gw, baseline);
 }
 
 #[test]
@@ -169,12 +174,7 @@ fn a_body_that_never_ends_gets_408_naming_the_limit_on_every_route() {
         assert!(cut, "{path}: a trickling body was never cut off");
         assert!(healthz_ok(&gw));
     }
-    assert!(
-        wait_until(MARGIN, Duration::from_millis(200), || open_fds(&gw) <= baseline + 2),
-        "open descriptors: {} before, {} after",
-        baseline,
-        open_fds(&gw)
-    );
+    assert_descriptors_back(&gw, baseline);
 }
 
 #[test]
@@ -223,11 +223,6 @@ fn a_client_that_never_reads_its_response_is_cut_off_and_frees_what_it_held() {
     assert!(reply["result"].is_object(), "{reply}");
     let (reply, _) = try_call(gw.base_url(), "/apps/mcp/big", "big", json!({ "mb": 0 }), MARGIN).unwrap();
     assert!(reply["result"].is_object(), "{reply}");
-    assert!(
-        wait_until(MARGIN, Duration::from_millis(200), || open_fds(&gw) <= baseline + 2),
-        "open descriptors: {} before, {} after",
-        baseline,
-        open_fds(&gw)
-    );
+    assert_descriptors_back(&gw, baseline);
     drop(stream);
 }

@@ -198,27 +198,13 @@ fn judge(response: &Value, text: &str) -> Result<(), (&'static str, String)> {
 /// One stateless 2026-07-28 `tools/call echo` (the headers and `_meta` of `support::try_call`,
 /// on a shared async client): the JSON-RPC response, or the failure's class.
 async fn post_echo(client: &reqwest::Client, base: &str, path: &str, tool: &str, text: &str) -> Result<Value, (&'static str, String)> {
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": tool,
-        "arguments": { "text": text },
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": { "name": "soak", "version": "1" },
-            "io.modelcontextprotocol/clientCapabilities": {},
-        },
-    } });
+    let (headers, body) = stateless_tools_call(tool, json!({ "text": text }), "soak");
     let transport = |e: reqwest::Error| (if e.is_timeout() { "timeout" } else { "transport" }, format!("POST {path} {tool}: {e}"));
-    let response = client
-        .post(format!("{base}{path}"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .body(body.to_string())
-        .send()
-        .await
-        .map_err(transport)?;
+    let mut request = client.post(format!("{base}{path}")).body(body);
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    let response = request.send().await.map_err(transport)?;
     let status = response.status().as_u16();
     let reply = response.text().await.map_err(transport)?;
     if status != 200 {

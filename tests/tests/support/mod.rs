@@ -250,26 +250,36 @@ pub fn process_alive(pid: i32) -> bool {
 
 /// One stateless 2026-07-28 `tools/call` on `path` (`/apps/mcp/{app}` or `/mcp`) with its own
 /// client bounded by `timeout`: the JSON-RPC response and how long it took, or why there was none.
-pub fn try_call(base: &str, path: &str, tool: &str, arguments: Value, timeout: Duration) -> Result<(Value, Duration), String> {
-    let started = Instant::now();
-    let client = reqwest::blocking::Client::builder().timeout(timeout).no_proxy().build().unwrap();
+/// A stateless 2026-07-28 `tools/call` request as an MCP client sends it: its headers and body.
+pub fn stateless_tools_call(tool: &str, arguments: Value, client: &str) -> (Vec<(&'static str, String)>, String) {
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "e2e", "version": "1" },
+        "io.modelcontextprotocol/clientInfo": { "name": client, "version": "1" },
         "io.modelcontextprotocol/clientCapabilities": {},
     });
     let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": { "name": tool, "arguments": arguments, "_meta": meta } });
-    let response = client
-        .post(format!("{base}{path}"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .body(body.to_string())
-        .send()
-        .map_err(|e| format!("POST {path} {tool}: {e}"))?;
+    let headers = vec![
+        ("content-type", "application/json".to_string()),
+        ("accept", "application/json, text/event-stream".to_string()),
+        ("mcp-protocol-version", "2026-07-28".to_string()),
+        ("mcp-method", "tools/call".to_string()),
+        ("mcp-name", tool.to_string()),
+    ];
+    (headers, body.to_string())
+}
+
+/// One stateless 2026-07-28 `tools/call` on `path` (`/apps/mcp/{app}` or `/mcp`) with its own
+/// client bounded by `timeout`: the JSON-RPC response and how long it took, or why there was none.
+pub fn try_call(base: &str, path: &str, tool: &str, arguments: Value, timeout: Duration) -> Result<(Value, Duration), String> {
+    let started = Instant::now();
+    let client = reqwest::blocking::Client::builder().timeout(timeout).no_proxy().build().unwrap();
+    let (headers, body) = stateless_tools_call(tool, arguments, "e2e");
+    let mut request = client.post(format!("{base}{path}")).body(body);
+    for (name, value) in headers {
+        request = request.header(name, value);
+    }
+    let response = request.send().map_err(|e| format!("POST {path} {tool}: {e}"))?;
     let text = response.text().map_err(|e| format!("POST {path} {tool}: reading: {e}"))?;
     let message = serde_json::from_str::<Value>(&text).ok().or_else(|| {
         text.lines()
