@@ -260,7 +260,7 @@ impl ModuleHost {
     pub async fn discover(&self) -> Result<DiscoveryReport, AbiError> {
         let entered = self.enter().await;
         let report = entered.active.instance.discover().await.into_result()?;
-        Ok(serde_json::from_str(report.as_str()).unwrap_or_default())
+        Ok(DiscoveryReport::from_json(report.as_str()))
     }
 
     pub async fn list_apps(&self) -> Result<Vec<AppDescriptor>, AbiError> {

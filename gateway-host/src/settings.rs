@@ -118,8 +118,9 @@ impl Settings {
     /// Absent → `default`; not a non-negative number → `default` with a warning naming the key.
     pub fn get_seconds(&self, path: &str, default: std::time::Duration) -> std::time::Duration {
         let Some(configured) = self.get_str(path) else { return default };
-        match configured.parse::<f64>() {
-            Ok(s) if s.is_finite() && s >= 0.0 => std::time::Duration::from_secs_f64(s),
+        // `try_`: a number too large for a `Duration` (`1e300`) is refused, not a panic.
+        match configured.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(std::time::Duration::try_from_secs_f64) {
+            Some(Ok(seconds)) => seconds,
             _ => {
                 tracing::warn!(
                     "{} {configured:?} is not a number of seconds; using {}",
@@ -160,5 +161,20 @@ mod tests {
         assert_eq!(s.get_bool("Gateway:AlwaysRequireAuth"), Some(true));
         assert_eq!(s.get_str("Gateway:Urls").as_deref(), Some("http://x"));
         assert_eq!(s.resolve_path("mods/a.so"), PathBuf::from("/cfg/mods/a.so"));
+    }
+
+    #[test]
+    fn seconds_out_of_range_fall_back_to_the_default() {
+        // "1e300" panicked in Duration::from_secs_f64 (fuzz/corpus/settings_env/regression-seconds-overflow).
+        let s = Settings {
+            effective: json!({"Gateway": {"A": "1e300", "B": 1e300, "C": "-1", "D": "NaN", "E": "2.5", "F": 0}}),
+            config_dir: PathBuf::from("/cfg"),
+        };
+        let default = std::time::Duration::from_secs(7);
+        for key in ["A", "B", "C", "D", "Missing"] {
+            assert_eq!(s.get_seconds(&format!("Gateway:{key}"), default), default, "{key}");
+        }
+        assert_eq!(s.get_seconds("Gateway:E", default), std::time::Duration::from_millis(2500));
+        assert_eq!(s.get_seconds("Gateway:F", default), std::time::Duration::ZERO);
     }
 }

@@ -252,7 +252,12 @@ impl ModuleInstance for Instance {
     fn discover(&self) -> AbiFuture<RString> {
         self.call("discover", NO_CALL_ID, |core, _| async move {
             let report = tokio::task::block_in_place(|| core.registry.discover());
-            serde_json::to_string(&report)
+            // Into one buffer sized for the report (under 1 KiB an app) rather than one grown by
+            // doubling: ten thousand apps are megabytes. The RString takes the buffer as it is.
+            let mut text = Vec::with_capacity(4096 + 1024 * report.apps.len());
+            serde_json::to_writer(&mut text, &report)
+                .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot serialise the discovery report: {e}")))?;
+            String::from_utf8(text)
                 .map(RString::from)
                 .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot serialise the discovery report: {e}")))
         })

@@ -1,0 +1,180 @@
+//! A POST body of `/apps/mcp/{appId}` (and `/mcp`): the gateway's JSON-RPC gate in front of rmcp,
+//! then what reads an accepted message — rmcp's `ClientJsonRpcMessage` and the 2026-07-28
+//! per-request `_meta` (protocol version, client capabilities, client info, log level, progress
+//! token).
+//!
+//! The gate runs as the router runs it (`from_fn_with_state(BodyLimit, gate)` on the route), with
+//! a handler behind it that echoes the body it was given. What must hold, for any bytes:
+//! - a body of exactly `Gateway.MaxRequestBytes` is never refused for its size, and one byte over
+//!   is refused with 413, `Connection: close` and a -32600 error naming the limit;
+//! - a body the gate passes reaches the handler byte for byte, is one JSON object with no two
+//!   keys differing only in case anywhere, and is a message rmcp reads (and writes back readably);
+//! - a refused body gets HTTP 400 and a JSON-RPC error: a batch (a body opening with `[`, JSON or
+//!   not) -32600 saying batches are refused; else -32700 when it is not JSON, else -32600 naming
+//!   the problem, with the request's `id` when it has one;
+//! - the elements of a batch, sent one by one, obey the same rules.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header, Method, Request, StatusCode};
+use axum::middleware::from_fn_with_state;
+use axum::routing::post;
+use axum::Router;
+use gateway_host::fuzzing::{gate, BodyLimit};
+use libfuzzer_sys::fuzz_target;
+use rmcp::model::{ClientJsonRpcMessage, GetMeta, JsonRpcMessage, ProtocolVersion};
+use serde_json::Value;
+use tower::ServiceExt;
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| tokio::runtime::Builder::new_current_thread().build().expect("a tokio runtime"))
+}
+
+/// What the app proxy would have been handed.
+async fn echo(body: Bytes) -> Bytes {
+    body
+}
+
+struct Answer {
+    status: StatusCode,
+    closes: bool,
+    body: Bytes,
+}
+
+/// `POST /apps/mcp/app` with `body`, through the gate with `limit`.
+fn send(body: &[u8], limit: usize) -> Answer {
+    let router = Router::new().route("/apps/mcp/{app_id}", post(echo).layer(from_fn_with_state(BodyLimit(limit), gate)));
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri("/apps/mcp/app")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .body(Body::from(body.to_vec()))
+        .expect("a request");
+    runtime().block_on(async move {
+        let response = router.oneshot(request).await.expect("the router answers");
+        let status = response.status();
+        let closes = response.headers().get(header::CONNECTION).is_some_and(|v| v == "close");
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("the answer's body");
+        Answer { status, closes, body }
+    })
+}
+
+/// The JSON-RPC error of a refusal: its id, code and message.
+fn refusal(answer: &Answer) -> (Value, i64, String) {
+    let body: Value = serde_json::from_slice(&answer.body).expect("a refusal is JSON");
+    assert_eq!(body["jsonrpc"], "2.0", "{body}");
+    let code = body["error"]["code"].as_i64().expect("a refusal has an error code");
+    let message = body["error"]["message"].as_str().expect("a refusal has an error message").to_string();
+    assert!(!message.is_empty(), "{body}");
+    (body["id"].clone(), code, message)
+}
+
+/// No object in `value` has two keys that differ only in case.
+fn no_case_twins(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => {
+            let mut folded: Vec<String> = map.keys().map(|k| k.to_lowercase()).collect();
+            folded.sort();
+            folded.windows(2).all(|w| w[0] != w[1]) && map.values().all(no_case_twins)
+        }
+        Value::Array(items) => items.iter().all(no_case_twins),
+        _ => true,
+    }
+}
+
+/// What reads a message the gate let through: rmcp's types and the 2026-07-28 `_meta` rules.
+fn read_message(value: &Value) {
+    let message: ClientJsonRpcMessage =
+        serde_json::from_value(value.clone()).expect("the gate passes only messages rmcp reads");
+    if let JsonRpcMessage::Request(request) = &message {
+        let _ = request.request.method();
+        let meta = request.request.get_meta();
+        let missing = meta.missing_required_keys(&ProtocolVersion::V_2026_07_28);
+        assert_eq!(missing.contains(&"io.modelcontextprotocol/protocolVersion"), meta.protocol_version().is_none());
+        assert_eq!(missing.contains(&"io.modelcontextprotocol/clientCapabilities"), meta.client_capabilities().is_none());
+        assert!(meta.missing_required_keys(&ProtocolVersion::V_2025_11_25).is_empty(), "earlier revisions require no _meta");
+        if let Some(version) = meta.protocol_version() {
+            let _ = version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+        }
+        let _ = meta.client_info();
+        let _ = meta.log_level();
+        let _ = meta.get_progress_token();
+    }
+    // What the gateway forwards is rmcp's reading, written out again: it must read back.
+    let text = serde_json::to_string(&message).expect("a message rmcp read writes out");
+    if let Err(e) = serde_json::from_str::<ClientJsonRpcMessage>(&text) {
+        panic!("rmcp cannot read back its own writing of a message: {e}\n{text}");
+    }
+}
+
+fn check(body: &[u8], batch_element: bool) {
+    let parsed = serde_json::from_slice::<Value>(body);
+    // A body that opens with `[` is a batch, refused by name before it is parsed.
+    let batch = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
+    // Exactly at the limit: never refused for the size.
+    let answer = send(body, body.len());
+    match answer.status {
+        StatusCode::OK => {
+            assert_eq!(&answer.body[..], body, "the gate must pass the body untouched");
+            let value = parsed.as_ref().expect("the gate passes only JSON");
+            assert!(value.is_object(), "the gate passes only one message (an object)");
+            assert!(no_case_twins(value), "the gate passed keys that differ only in case");
+            read_message(value);
+        }
+        StatusCode::BAD_REQUEST => {
+            assert!(!answer.closes, "a 400 keeps the connection");
+            let (id, code, message) = refusal(&answer);
+            if batch {
+                assert_eq!((code, &id), (INVALID_REQUEST, &Value::Null), "{message}");
+                assert!(message.contains("batches"), "a batch is refused by name: {message}");
+            } else {
+                match &parsed {
+                    Err(_) => {
+                        assert_eq!(code, PARSE_ERROR, "{message}");
+                        assert!(message.starts_with("Parse error"), "{message}");
+                        assert_eq!(id, Value::Null);
+                    }
+                    Ok(value) => {
+                        assert_eq!(code, INVALID_REQUEST, "{message}");
+                        assert!(message.starts_with("Invalid Request: "), "{message}");
+                        let sent = value.get("id").cloned().unwrap_or(Value::Null);
+                        // A fractional or huge numeric id is a float to serde_json, and its
+                        // default float reading may differ in the last bit after a round trip.
+                        if !sent.is_f64() {
+                            assert_eq!(id, sent, "{message}");
+                        }
+                    }
+                }
+            }
+        }
+        other => panic!("the gate answered {other} to a body within the limit"),
+    }
+    // One byte over the limit, for every fourth body.
+    if !body.is_empty() && body.len() % 4 == 0 {
+        let answer = send(body, body.len() - 1);
+        assert_eq!(answer.status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert!(answer.closes, "a 413 closes the connection (the rest of the body is unread)");
+        let (_, code, message) = refusal(&answer);
+        assert_eq!(code, INVALID_REQUEST);
+        assert!(message.contains(&format!("{} bytes", body.len() - 1)) && message.contains("Gateway.MaxRequestBytes"), "{message}");
+    }
+    // A batch's elements, as the messages a client should have sent one by one.
+    if !batch_element {
+        if let Ok(Value::Array(items)) = &parsed {
+            for item in items.iter().take(8) {
+                check(&serde_json::to_vec(item).expect("JSON"), true);
+            }
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    check(data, false);
+});
