@@ -57,7 +57,9 @@ impl Settings {
                 (value, std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")))
             }
         };
-        Ok(Settings::with_overrides(effective, config_dir, std::env::vars()))
+        // `vars_os`: `vars()` panics on a variable that is not UTF-8; such a variable is no override.
+        let vars = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        Ok(Settings::with_overrides(effective, config_dir, vars))
     }
 
     /// The text of the configuration file at `path` as a document, and the folder its relative
