@@ -48,7 +48,9 @@ use tokio_util::sync::CancellationToken;
 use super::auth::query_param;
 use super::gateway_mcp::{server_config, Compatibility};
 use super::mcp_relay::{self, Outcome};
+use super::jsonrpc_gate::Gated;
 use super::mcp_tasks::Tasks;
+use super::pass_through::PassThrough;
 use super::GatewayState;
 use crate::metrics::{Metrics, ProxiedOutcome};
 use crate::module_host::ModuleHost;
@@ -59,7 +61,7 @@ use crate::gateway_config::GATEWAY_VERSION;
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
 
 /// What a forwarded request came back as: the app's JSON-RPC response text.
-type Forwarded = Result<Option<String>, AbiError>;
+pub(super) type Forwarded = Result<Option<String>, AbiError>;
 
 /// The app a request is for, put on the HTTP request by the route.
 #[derive(Debug, Clone)]
@@ -92,23 +94,27 @@ pub fn service(
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
-) -> StreamableHttpService<AppsMcp, LocalSessionManager> {
+) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough) {
+    let parked = Arc::new(Parked::default());
+    let pass_through = PassThrough { module: module.clone(), compatibility, parked: parked.clone(), metrics: metrics.clone(), shutdown: shutdown.clone() };
     let handler = AppsMcp {
         module,
         compatibility,
-        parked: Arc::new(Parked::default()),
+        parked,
         tasks: Arc::new(Tasks::default()),
         resource_subscriptions: Default::default(),
         metrics,
     };
-    StreamableHttpService::new(
+    let service = StreamableHttpService::new(
         move || Ok(handler.clone()),
         Arc::new(LocalSessionManager::default()),
         server_config(shutdown, max_request_bytes, shared_sessions),
-    )
+    );
+    (service, pass_through)
 }
 
-/// Every method of `/apps/mcp/{appId}`: the target goes on the request, rmcp does the rest.
+/// Every method of `/apps/mcp/{appId}`: a plain 2026-07-28 `tools/call` goes the short way
+/// (`pass_through.rs`); for everything else the target goes on the request and rmcp does the rest.
 pub async fn handle(
     State(state): State<Arc<GatewayState>>,
     Path(app_id): Path<String>,
@@ -116,6 +122,11 @@ pub async fn handle(
     mut request: Request,
 ) -> Response {
     let session_id = query_param(query.as_deref(), "sessionId").unwrap_or_default();
+    if let Some(Gated(message)) = request.extensions().get::<Gated>() {
+        if let Some(response) = state.pass_through.tools_call(request.method(), request.headers(), message, &app_id, &session_id).await {
+            return response;
+        }
+    }
     request.extensions_mut().insert(AppTarget { app_id, session_id });
     state.apps_mcp.handle(request).await.into_response()
 }
@@ -147,8 +158,7 @@ fn typed<R: DeserializeOwned>(method: &str, mut value: Value) -> Result<R, Error
     if let Some(result) = value.as_object_mut() {
         result.entry("resultType").or_insert_with(|| json!("complete"));
     }
-    serde_json::from_value(value)
-        .map_err(|e| ErrorData::internal_error(format!("the app's answer to '{method}' is not a valid MCP result: {e}"), None))
+    serde_json::from_value(value).map_err(|e| invalid_result(method, e))
 }
 
 /// What the gateway knows of a Running app, for answering the handshake itself.
@@ -341,21 +351,38 @@ impl AppsMcp {
     }
 }
 
+/// The app's JSON-RPC response text, or the error for a call that brought none.
+pub(super) fn answer_text(app_id: &str, method: &str, forwarded: Forwarded) -> Result<String, ErrorData> {
+    match forwarded {
+        Ok(Some(text)) => Ok(text),
+        Ok(None) => Err(ErrorData::internal_error(format!("McpApp '{app_id}' gave no response to '{method}'"), None)),
+        Err(e) => Err(ErrorData::internal_error(format!("forwarding to McpApp '{app_id}' failed: {e}"), Some(json!({ "appId": app_id })))),
+    }
+}
+
+/// The error an app's JSON-RPC error object stands for: itself, if it reads as one.
+pub(super) fn app_error_of(app_id: &str, method: &str, error: Value) -> ErrorData {
+    serde_json::from_value::<ErrorData>(error.clone()).unwrap_or_else(|_| {
+        ErrorData::internal_error(format!("McpApp '{app_id}' answered '{method}' with an unreadable error: {error}"), None)
+    })
+}
+
+/// Why an app's answer is no JSON-RPC response.
+pub(super) fn invalid_json(app_id: &str, method: &str, e: serde_json::Error) -> ErrorData {
+    ErrorData::internal_error(format!("McpApp '{app_id}' answered '{method}' with invalid JSON: {e}"), None)
+}
+
+/// Why an app's result is not the result its method has.
+pub(super) fn invalid_result(method: &str, e: serde_json::Error) -> ErrorData {
+    ErrorData::internal_error(format!("the app's answer to '{method}' is not a valid MCP result: {e}"), None)
+}
+
 /// The app's JSON-RPC response as a result, or its error as it sent it.
 fn result_of(app_id: &str, method: &str, forwarded: Forwarded) -> Result<Value, ErrorData> {
-    let text = match forwarded {
-        Ok(Some(text)) => text,
-        Ok(None) => return Err(ErrorData::internal_error(format!("McpApp '{app_id}' gave no response to '{method}'"), None)),
-        Err(e) => {
-            return Err(ErrorData::internal_error(format!("forwarding to McpApp '{app_id}' failed: {e}"), Some(json!({ "appId": app_id }))))
-        }
-    };
-    let mut response: Value = serde_json::from_str(&text)
-        .map_err(|e| ErrorData::internal_error(format!("McpApp '{app_id}' answered '{method}' with invalid JSON: {e}"), None))?;
+    let text = answer_text(app_id, method, forwarded)?;
+    let mut response: Value = serde_json::from_str(&text).map_err(|e| invalid_json(app_id, method, e))?;
     if let Some(error) = response.get_mut("error").map(Value::take) {
-        return Err(serde_json::from_value::<ErrorData>(error.clone()).unwrap_or_else(|_| {
-            ErrorData::internal_error(format!("McpApp '{app_id}' answered '{method}' with an unreadable error: {error}"), None)
-        }));
+        return Err(app_error_of(app_id, method, error));
     }
     Ok(response.get_mut("result").map(Value::take).unwrap_or_else(|| json!({})))
 }

@@ -26,7 +26,9 @@ use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::jsonrpc_gate::Gated;
 use super::mcp_relay::{self, Outcome};
+use super::pass_through::{self, Message};
 use super::mcp_tasks::Tasks;
 use crate::relay::{Parked, RelayedCall};
 use crate::settings::Settings;
@@ -314,14 +316,64 @@ pub fn service(
     max_request_bytes: usize,
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
-) -> StreamableHttpService<GatewayMcp, LocalSessionManager> {
-    let handler = GatewayMcp {
-        registry,
-        compatibility,
-        parked: Arc::new(Parked::default()),
-        tasks: Arc::new(Tasks::default()),
-    };
-    StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes, shared_sessions))
+) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, ShortWay) {
+    let parked = Arc::new(Parked::default());
+    let short = ShortWay { registry: registry.clone(), compatibility, parked: parked.clone(), shutdown: shutdown.clone() };
+    let handler = GatewayMcp { registry, compatibility, parked, tasks: Arc::new(Tasks::default()) };
+    let service =
+        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes, shared_sessions));
+    (service, short)
+}
+
+/// Every request of `/mcp`: a plain 2026-07-28 `tools/call` goes the short way
+/// (`pass_through.rs`), everything else to rmcp.
+pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManager>, short: ShortWay, request: axum::extract::Request) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if let Some(Gated(message)) = request.extensions().get::<Gated>() {
+        if let Some(response) = short.tools_call(request.method(), request.headers(), message).await {
+            return response;
+        }
+    }
+    service.handle(request).await.into_response()
+}
+
+/// The short way of `/mcp` (see `pass_through.rs`), sharing the endpoint's parked calls.
+#[derive(Clone)]
+pub struct ShortWay {
+    registry: Arc<ToolRegistry>,
+    compatibility: Compatibility,
+    parked: Arc<Parked<ToolResult>>,
+    shutdown: CancellationToken,
+}
+
+impl ShortWay {
+    /// What [`GatewayMcp::call_tool`] answers for a plain 2026-07-28 call, without rmcp's
+    /// server in between; `None` leaves the request to rmcp.
+    async fn tools_call(&self, method: &axum::http::Method, headers: &axum::http::HeaderMap, message: &Value) -> Option<axum::response::Response> {
+        let request = pass_through::eligible(self.compatibility, method, headers, message)?;
+        let (registry, parked) = (self.registry.clone(), self.parked.clone());
+        let capabilities = request.capabilities.clone();
+        let answer = pass_through::respond(&request.capabilities, &self.shutdown, move |caller| async move {
+            let (id, name) = (request.id, request.name);
+            if registry.resolve_now(&name).await.is_none() {
+                return Message::error(&id, ErrorData::invalid_params(format!("unknown tool '{name}'"), None));
+            }
+            let arguments = request.params.get("arguments").cloned().unwrap_or_else(|| json!({})).to_string();
+            let extra = mcp_relay::relay_extra_for(capabilities, true);
+            let call_id = registry.module().next_call_id();
+            let calling = registry.clone();
+            let call = registry.module().relayed(call_id, async move { calling.call_with(&name, &arguments, call_id, &Value::Null, &extra).await });
+            match mcp_relay::drive(call, &caller, registry.module(), &parked).await {
+                Ok(Outcome::Done(result)) => {
+                    let response = json!({ "jsonrpc": host_abi::jsonrpc::VERSION, "id": id, "result": rmcp::model::ServerResult::from(CallToolResponse::from(to_call_tool_result(result))) });
+                    Message::ok(response.to_string())
+                }
+                Ok(Outcome::InputRequired(input)) => Message::input_required(&id, input),
+                Err(e) => Message::error(&id, e),
+            }
+        });
+        Some(answer.await)
+    }
 }
 
 /// How both MCP endpoints of the gateway are served: initialize-era clients get a session (their

@@ -15,7 +15,7 @@
 //! - a body over `Gateway.MaxRequestBytes` → 413 with a -32600 error naming the limit;
 //! - a body that did not arrive whole in time (`connections::body_deadline`) → 408, -32600.
 //!
-//! Everything else passes to rmcp untouched.
+//! Everything else passes on untouched, with the parsed message beside the body ([`Gated`]).
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -73,8 +73,15 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
             return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text.to_string());
         }
     }
+    let mut parts = parts;
+    parts.extensions.insert(Gated(message));
     next.run(Request::from_parts(parts, Body::from(bytes))).await
 }
+
+/// The message of a POST that passed the gate, on the request's extensions, so that what comes
+/// after (`pass_through.rs`) need not parse the body again. The body is still there, unchanged.
+#[derive(Clone)]
+pub struct Gated(pub Value);
 
 /// Reads a JSON document only to check that no object in it repeats a key or has two keys that
 /// differ only in case; the error names them.

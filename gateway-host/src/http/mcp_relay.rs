@@ -61,11 +61,16 @@ pub fn forwarded_meta(context: &RequestContext<RoleServer>) -> Map<String, Value
 /// revision's error) rather than the module's answer to the app; an initialize-era client's
 /// declared capabilities go as they are.
 pub fn relay_extra(context: &RequestContext<RoleServer>) -> Value {
-    let mut capabilities = match context.client_capabilities().map(serde_json::to_value) {
+    let capabilities = match context.client_capabilities().map(serde_json::to_value) {
         Some(Ok(Value::Object(map))) => map,
         _ => Map::new(),
     };
-    if is_modern(context) {
+    relay_extra_for(capabilities, is_modern(context))
+}
+
+/// [`relay_extra`] for a client that declared `capabilities` (`modern`: 2026-07-28 or newer).
+pub fn relay_extra_for(mut capabilities: Map<String, Value>, modern: bool) -> Value {
+    if modern {
         for (_, capability) in host_abi::relay::REQUEST_CAPABILITIES {
             capabilities.entry(capability.to_string()).or_insert_with(|| json!({}));
         }
@@ -73,39 +78,74 @@ pub fn relay_extra(context: &RequestContext<RoleServer>) -> Value {
     json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": capabilities } })
 }
 
-fn declares(context: &RequestContext<RoleServer>, capability: &str) -> bool {
-    let declared = context.client_capabilities().and_then(|c| serde_json::to_value(c).ok()).unwrap_or(Value::Null);
-    declared.get(capability).is_some_and(|v| !v.is_null())
-}
-
 fn missing_capability(capability: &str) -> ErrorData {
     let required: ClientCapabilities = serde_json::from_value(json!({ capability: {} })).unwrap_or_default();
     ErrorData::missing_required_client_capability(required)
 }
 
+/// The client a relayed call runs for, as [`drive`] needs it: rmcp's request context on the
+/// protocol library's path, the pass-through's own (`pass_through.rs`) on the fast one.
+pub trait Caller: Sync {
+    /// Whether the request is of the 2026-07-28 revision (or newer).
+    fn modern(&self) -> bool;
+    /// Whether the client declared `capability` (`sampling`, `elicitation`, `roots`).
+    fn declares(&self, capability: &str) -> bool;
+    /// Fires when the request is cancelled (by its client, or the gateway shutting down).
+    fn cancelled(&self) -> impl std::future::Future<Output = ()> + Send;
+    /// Passes one of the app's notifications for the call to the client.
+    fn notify(&self, notification: ServerNotification) -> impl std::future::Future<Output = ()> + Send;
+    /// Asks an initialize-era client `request`: its result, or its JSON-RPC error object.
+    fn ask(&self, method: &str, request: ServerRequest) -> impl std::future::Future<Output = Result<Value, Value>> + Send;
+}
+
+impl Caller for RequestContext<RoleServer> {
+    fn modern(&self) -> bool {
+        is_modern(self)
+    }
+
+    fn declares(&self, capability: &str) -> bool {
+        let declared = self.client_capabilities().and_then(|c| serde_json::to_value(c).ok()).unwrap_or(Value::Null);
+        declared.get(capability).is_some_and(|v| !v.is_null())
+    }
+
+    fn cancelled(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.ct.cancelled()
+    }
+
+    async fn notify(&self, notification: ServerNotification) {
+        if let Err(e) = self.peer.send_notification(notification).await {
+            tracing::debug!("cannot pass a notification to the client: {e}");
+        }
+    }
+
+    async fn ask(&self, method: &str, request: ServerRequest) -> Result<Value, Value> {
+        match self.peer.send_request(request).await {
+            Ok(result) => serde_json::to_value(result).map_err(|e| error_object(jsonrpc::INTERNAL_ERROR, e.to_string())),
+            Err(ServiceError::McpError(e)) => Err(serde_json::to_value(&e).unwrap_or_else(|_| error_object(jsonrpc::INTERNAL_ERROR, e.message))),
+            Err(e) => Err(error_object(jsonrpc::INTERNAL_ERROR, format!("the client did not answer '{method}': {e}"))),
+        }
+    }
+}
+
 /// Runs a relayed call to its end (or to its next `input_required` round) for this request.
 pub async fn drive<T: Send + 'static>(
     mut call: RelayedCall<T>,
-    context: &RequestContext<RoleServer>,
+    caller: &impl Caller,
     module: &ModuleHost,
     parked: &Parked<T>,
 ) -> Result<Outcome<T>, ErrorData> {
-    let modern = is_modern(context);
+    let modern = caller.modern();
     loop {
         let step = tokio::select! {
             step = call.next() => step,
             // Dropping the call cancels it in the module, which tells the app.
-            _ = context.ct.cancelled() => return Err(ErrorData::internal_error("the call was cancelled", None)),
+            _ = caller.cancelled() => return Err(ErrorData::internal_error("the call was cancelled", None)),
         };
         match step {
             Step::Done(result) => return Ok(Outcome::Done(result)),
             Step::Event(RelayEvent::Notification(message)) => {
                 match serde_json::from_value::<ServerNotification>(without_jsonrpc(message)) {
-                    Ok(notification) => {
-                        if let Err(e) = context.peer.send_notification(notification).await {
-                            tracing::debug!("cannot pass a notification to the client: {e}");
-                        }
-                    }
+                    Ok(notification) => caller.notify(notification).await,
                     Err(e) => tracing::debug!("not passing an unreadable notification to the client: {e}"),
                 }
             }
@@ -113,7 +153,7 @@ pub async fn drive<T: Send + 'static>(
                 let body = RelayEvent::request_body(&method, &params);
                 if modern {
                     let needed = host_abi::relay::REQUEST_CAPABILITIES.iter().find(|(m, _)| *m == method);
-                    if let Some((_, capability)) = needed.filter(|(_, c)| !declares(context, c)) {
+                    if let Some((_, capability)) = needed.filter(|(_, c)| !caller.declares(c)) {
                         // Apps ask for roots on their own account too (after the handshake, on a
                         // roots change), and over stdio nothing ties such a question to a call:
                         // it is declined to the app and the call goes on. Sampling and
@@ -142,13 +182,7 @@ pub async fn drive<T: Send + 'static>(
                     }
                 }
                 let answer = match serde_json::from_value::<ServerRequest>(body) {
-                    Ok(request) => match context.peer.send_request(request).await {
-                        Ok(result) => serde_json::to_value(result).map_err(|e| error_object(jsonrpc::INTERNAL_ERROR, e.to_string())),
-                        Err(ServiceError::McpError(e)) => {
-                            Err(serde_json::to_value(&e).unwrap_or_else(|_| error_object(jsonrpc::INTERNAL_ERROR, e.message)))
-                        }
-                        Err(e) => Err(error_object(jsonrpc::INTERNAL_ERROR, format!("the client did not answer '{method}': {e}"))),
-                    },
+                    Ok(request) => caller.ask(&method, request).await,
                     Err(e) => Err(error_object(jsonrpc::INVALID_PARAMS, format!("'{method}' is not a request the client can be asked: {e}"))),
                 };
                 module.respond(call.call_id, &key, answer).await;

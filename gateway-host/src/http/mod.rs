@@ -39,6 +39,7 @@ pub(crate) mod jsonrpc_gate;
 mod mcp_relay;
 mod mcp_tasks;
 mod metrics;
+mod pass_through;
 pub mod sandbox;
 mod tools;
 mod workspace_mcp;
@@ -64,6 +65,8 @@ pub struct GatewayState {
     pub chat: Arc<crate::chat::agent::Chat>,
     /// The `/apps/mcp/{appId}` endpoint (rmcp's Streamable HTTP server with the app proxy).
     pub apps_mcp: StreamableHttpService<apps_mcp::AppsMcp, LocalSessionManager>,
+    /// Its short way for plain 2026-07-28 `tools/call` requests.
+    pub pass_through: pass_through::PassThrough,
     /// What `GET /metrics` reports; the registry, the chat and `/apps/mcp` count into it.
     pub metrics: Arc<crate::metrics::Metrics>,
 }
@@ -95,7 +98,7 @@ impl GatewayState {
         let shared_sessions = mcp_sessions::for_store(&store);
         let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider, metrics.clone()));
         let shutdown = CancellationToken::new();
-        let apps_mcp = apps_mcp::service(
+        let (apps_mcp, pass_through) = apps_mcp::service(
             module.clone(),
             gateway_mcp::Compatibility::from_settings(&settings),
             apps_mcp::max_request_bytes(&settings),
@@ -115,6 +118,7 @@ impl GatewayState {
             turns: tokio_util::task::TaskTracker::new(),
             chat,
             apps_mcp,
+            pass_through,
             metrics,
         })
     }
@@ -147,19 +151,19 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/sessions", get(chat::list))
         .route("/apps/sessions/{id}", get(chat::get).delete(chat::delete))
         .route("/apps/mcp/{app_id}", any(apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
-        .nest_service(
-            "/mcp",
+        .nest_service("/mcp", {
+            let (service, short) = gateway_mcp::service(
+                state.tools.clone(),
+                gateway_mcp::Compatibility::from_settings(&state.settings),
+                apps_mcp::max_request_bytes(&state.settings),
+                mcp_sessions::for_store(state.chat.store()),
+                state.shutdown.child_token(),
+            );
             Router::new()
-                .fallback_service(gateway_mcp::service(
-                    state.tools.clone(),
-                    gateway_mcp::Compatibility::from_settings(&state.settings),
-                    apps_mcp::max_request_bytes(&state.settings),
-                    mcp_sessions::for_store(state.chat.store()),
-                    state.shutdown.child_token(),
-                ))
+                .fallback(move |request: axum::extract::Request| gateway_mcp::handle(service.clone(), short.clone(), request))
                 .layer(gate)
-                .layer(session_end),
-        )
+                .layer(session_end)
+        })
         // Merge further routes above this line so that the layers below cover them.
         .layer(from_fn_with_state(state.clone(), auth::guard))
         .layer(from_fn_with_state(connections::ConnectionLimits::from_settings(&state.settings), connections::body_deadline))

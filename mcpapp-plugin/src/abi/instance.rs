@@ -115,7 +115,7 @@ impl Instance {
         let config_dir = std::path::PathBuf::from(config.config_dir.as_str());
         let apps_config = McpAppsConfig::from_config(&config_value, &config_dir);
         let compatibility = McpCompatibility::from_config(&config_value);
-        let runtime = ModuleRuntime::new(2)
+        let runtime = ModuleRuntime::new(crate::abi::runtime::default_workers())
             .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot start the module's runtime: {e}")))?;
         let relays = Arc::new(Relays::default());
         let faults = Faults::from_config(&config_value);

@@ -248,8 +248,6 @@ pub fn process_alive(pid: i32) -> bool {
     }
 }
 
-/// One stateless 2026-07-28 `tools/call` on `path` (`/apps/mcp/{app}` or `/mcp`) with its own
-/// client bounded by `timeout`: the JSON-RPC response and how long it took, or why there was none.
 /// A stateless 2026-07-28 `tools/call` request as an MCP client sends it: its headers and body.
 pub fn stateless_tools_call(tool: &str, arguments: Value, client: &str) -> (Vec<(&'static str, String)>, String) {
     let meta = json!({

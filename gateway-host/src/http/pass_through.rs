@@ -1,0 +1,425 @@
+//! The short way through `/apps/mcp/{appId}` for the request it carries most: a 2026-07-28
+//! stateless `tools/call` (issue 15).
+//!
+//! On the protocol library's path such a call is parsed into rmcp's types, served by a
+//! per-request service, turned back into JSON for the module, and its answer parsed into a
+//! `Value`, then into rmcp's result type, then serialised again. A relay needs none of that: the
+//! gateway checks what it must, forwards the request and writes the app's result out as it came.
+//! So a request that the protocol library would accept as it is, and that asks for nothing the
+//! short way does not do, is answered here:
+//!
+//! - `POST`, no `Mcp-Session-Id`, `MCP-Protocol-Version: 2026-07-28` once, an `Accept` with both
+//!   JSON and SSE, a JSON `Content-Type`;
+//! - `Mcp-Method: tools/call` and `Mcp-Name` (once each, matching the body, the name printable
+//!   ASCII), no `Mcp-Param-*` header (those are checked against a tool's schema by rmcp);
+//! - the body (already through `jsonrpc_gate`) a request with an integer or string id, `params`
+//!   with a string `name` and an object `arguments` (or none), and the revision's `_meta` envelope
+//!   whole (version `2026-07-28`, a readable `clientInfo` and `clientCapabilities`), without a
+//!   progress token, a log level, a task request or a retry (`inputResponses`, `requestState`);
+//! - a client that did not declare the tasks extension, on an endpoint that serves 2026-07-28.
+//!
+//! Anything else goes to rmcp untouched. What the call does is the same on both paths, because
+//! it runs the same way: the module's forward with the relay ([`mcp_relay::drive`]), the same
+//! parked calls for `input_required` rounds, the same metrics. The answer is JSON; if the app
+//! sends a notification for the call before its result, the reply turns into an SSE stream, as
+//! rmcp's does. The result is the app's own text with `resultType` added when it lacks one,
+//! after checking that it reads as a `CallToolResult` (else the same error as rmcp's path).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use host_abi::jsonrpc;
+use rmcp::model::{ClientCapabilities, ErrorCode, Implementation, ServerJsonRpcMessage, ServerNotification, ServerRequest};
+use rmcp::ErrorData;
+use serde_json::value::RawValue;
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::apps_mcp::{self, Forwarded};
+use super::gateway_mcp::Compatibility;
+use super::mcp_relay::{self, Caller, Outcome};
+use crate::metrics::{Metrics, ProxiedOutcome};
+use crate::module_host::ModuleHost;
+use crate::relay::{error_object, Parked};
+
+const MODERN: &str = "2026-07-28";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+/// The short way of `/apps/mcp/{appId}`, sharing the endpoint's parked calls and metrics.
+#[derive(Clone)]
+pub struct PassThrough {
+    pub module: Arc<ModuleHost>,
+    pub compatibility: Compatibility,
+    pub parked: Arc<Parked<Forwarded>>,
+    pub metrics: Arc<Metrics>,
+    pub shutdown: CancellationToken,
+}
+
+/// A `tools/call` the short way can answer.
+pub(super) struct Eligible {
+    pub id: Value,
+    pub name: String,
+    /// `params` without the revision's envelope (`_meta` keeps the request's own keys).
+    pub params: Map<String, Value>,
+    pub capabilities: Map<String, Value>,
+}
+
+impl PassThrough {
+    /// The answer to `message` (the gated body of the request) if it goes the short way; `None`
+    /// leaves the request to rmcp.
+    pub async fn tools_call(&self, method: &Method, headers: &HeaderMap, message: &Value, app_id: &str, session_id: &str) -> Option<Response> {
+        let request = eligible(self.compatibility, method, headers, message)?;
+        let (app_id, session_id) = (app_id.to_string(), session_id.to_string());
+        let (module, parked, metrics) = (self.module.clone(), self.parked.clone(), self.metrics.clone());
+        let capabilities = request.capabilities.clone();
+        let answer = respond(&request.capabilities, &self.shutdown, move |caller| async move {
+            let counted = metrics.proxied_request(&app_id, "tools/call");
+            let id = request.id;
+            let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "method": "tools/call", "params": request.params });
+            let extra = mcp_relay::relay_extra_for(capabilities, true);
+            let call_id = module.next_call_id();
+            let (forwarding, target) = (module.clone(), app_id.clone());
+            let call = module.relayed(call_id, async move { forwarding.forward_with(call_id, &target, &message, &session_id, &extra).await });
+            let outcome = mcp_relay::drive(call, &caller, &module, &parked).await;
+            let (reply, counted_as) = match outcome {
+                Ok(Outcome::Done(forwarded)) => match complete_result(&app_id, &id, forwarded) {
+                    Ok((body, is_error)) => (Message::ok(body), if is_error { ProxiedOutcome::ToolError } else { ProxiedOutcome::Ok }),
+                    Err(e) => (Message::error(&id, e), ProxiedOutcome::Error),
+                },
+                Ok(Outcome::InputRequired(input)) => (Message::input_required(&id, input), ProxiedOutcome::InputRequired),
+                Err(e) => (Message::error(&id, e), ProxiedOutcome::Error),
+            };
+            counted.finish(counted_as);
+            reply
+        });
+        Some(answer.await)
+    }
+}
+
+/// Runs the call `work` makes for its client (the [`Stateless`] caller it is given), and
+/// answers with its reply as JSON when nothing comes before it, else as an SSE stream from the
+/// first notification on. Dropping the answer (the client left) drops the call, which cancels it.
+pub(super) async fn respond<F>(capabilities: &Map<String, Value>, shutdown: &CancellationToken, work: impl FnOnce(Stateless) -> F) -> Response
+where
+    F: std::future::Future<Output = Message> + Send + 'static,
+{
+    let (sender, mut receiver) = mpsc::unbounded_channel();
+    let caller = Stateless { capabilities: capabilities.clone(), messages: sender.clone(), shutdown: shutdown.clone() };
+    let mut work = Box::pin(work(caller));
+    let first = tokio::select! {
+        biased;
+        reply = &mut work => return reply.into_json(),
+        Some(first) = receiver.recv() => first,
+    };
+    let task = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+        let reply = work.await;
+        let _ = sender.send(reply);
+    }));
+    let frames = futures::stream::unfold((Some(first), receiver, task), |(first, mut receiver, task)| async move {
+        let next = match first {
+            Some(first) => first,
+            None => receiver.recv().await?,
+        };
+        Some((Ok::<_, Infallible>(Event::default().data(next.body)), (None, receiver, task)))
+    });
+    Sse::new(frames).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// One JSON-RPC message of the reply, serialised, with the HTTP status it would have alone.
+pub(super) struct Message {
+    status: StatusCode,
+    body: String,
+}
+
+impl Message {
+    /// A result response, already serialised.
+    pub fn ok(body: String) -> Message {
+        Message { status: StatusCode::OK, body }
+    }
+
+    /// An error response, with the status rmcp gives it for a 2026-07-28 request.
+    pub fn error(id: &Value, error: ErrorData) -> Message {
+        let status = status_of(&error);
+        Message::of(&ServerJsonRpcMessage::error(error, serde_json::from_value(id.clone()).ok()), status)
+    }
+
+    /// The revision's `input_required` result (the call waits, parked, for the retry).
+    pub fn input_required(id: &Value, input: rmcp::model::InputRequiredResult) -> Message {
+        Message::ok(json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "result": input }).to_string())
+    }
+
+    fn of(message: &ServerJsonRpcMessage, status: StatusCode) -> Message {
+        let body = serde_json::to_string(message).unwrap_or_else(|e| {
+            json!({ "jsonrpc": jsonrpc::VERSION, "id": null, "error": error_object(jsonrpc::INTERNAL_ERROR, format!("unserialisable reply: {e}")) }).to_string()
+        });
+        Message { status, body }
+    }
+
+    fn into_json(self) -> Response {
+        (self.status, [(header::CONTENT_TYPE, "application/json")], self.body).into_response()
+    }
+}
+
+/// The client of a short-way call: it declared `capabilities`; what the app sends for the call
+/// goes into `messages`.
+pub(super) struct Stateless {
+    capabilities: Map<String, Value>,
+    messages: mpsc::UnboundedSender<Message>,
+    shutdown: CancellationToken,
+}
+
+impl Caller for Stateless {
+    fn modern(&self) -> bool {
+        true
+    }
+
+    fn declares(&self, capability: &str) -> bool {
+        self.capabilities.get(capability).is_some_and(|v| !v.is_null())
+    }
+
+    fn cancelled(&self) -> impl std::future::Future<Output = ()> + Send {
+        self.shutdown.cancelled()
+    }
+
+    async fn notify(&self, notification: ServerNotification) {
+        let _ = self.messages.send(Message::of(&ServerJsonRpcMessage::notification(notification), StatusCode::OK));
+    }
+
+    /// Never called: a 2026-07-28 client is not asked, it retries (see [`mcp_relay::drive`]).
+    async fn ask(&self, method: &str, _request: ServerRequest) -> Result<Value, Value> {
+        Err(error_object(jsonrpc::INTERNAL_ERROR, format!("a 2026-07-28 client cannot be asked '{method}' during its request")))
+    }
+}
+
+/// The one value of header `name`, if it has exactly one and it is text.
+fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    let mut values = headers.get_all(name).iter();
+    let value = values.next()?;
+    values.next().is_none().then(|| value.to_str().ok()).flatten()
+}
+
+fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        for item in value.to_str().unwrap_or_default().split(',') {
+            let essence = item.split(';').next().unwrap_or_default().trim();
+            json |= essence.eq_ignore_ascii_case("application/json");
+            sse |= essence.eq_ignore_ascii_case("text/event-stream");
+        }
+    }
+    json && sse
+}
+
+/// The request, if the short way may answer it (see the module docs).
+pub(super) fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderMap, message: &Value) -> Option<Eligible> {
+    if !compatibility.versions().iter().any(|v| v.as_str() == MODERN) {
+        return None;
+    }
+    if method != Method::POST || headers.contains_key("mcp-session-id") || !accepts_json_and_sse(headers) {
+        return None;
+    }
+    let content_type = single(headers, header::CONTENT_TYPE.as_str())?;
+    if !content_type.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json") {
+        return None;
+    }
+    if single(headers, "mcp-protocol-version")? != MODERN || single(headers, "mcp-method")? != "tools/call" {
+        return None;
+    }
+    if headers.keys().any(|name| name.as_str().starts_with("mcp-param-")) {
+        return None;
+    }
+    let request = message.as_object()?;
+    if request.get("jsonrpc")?.as_str()? != jsonrpc::VERSION || request.get("method")?.as_str()? != "tools/call" {
+        return None;
+    }
+    let id = request.get("id")?;
+    if !(id.is_string() || id.is_i64() || id.is_u64()) || request.keys().any(|k| !matches!(k.as_str(), "jsonrpc" | "id" | "method" | "params")) {
+        return None;
+    }
+    let params = request.get("params")?.as_object()?;
+    let name = params.get("name")?.as_str()?;
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) || single(headers, "mcp-name")? != name {
+        return None;
+    }
+    if params.get("arguments").is_some_and(|a| !a.is_object()) || ["task", "inputResponses", "requestState"].iter().any(|k| params.contains_key(*k)) {
+        return None;
+    }
+    let meta = params.get("_meta")?.as_object()?;
+    if meta.get(META_VERSION)?.as_str()? != MODERN || meta.contains_key("progressToken") || meta.contains_key(META_LOG_LEVEL) {
+        return None;
+    }
+    serde_json::from_value::<Implementation>(meta.get(META_CLIENT_INFO)?.clone()).ok()?;
+    let declared = meta.get(META_CAPABILITIES)?;
+    let typed: ClientCapabilities = serde_json::from_value(declared.clone()).ok()?;
+    if typed.supports_tasks() {
+        return None;
+    }
+    let mut forwarded = params.clone();
+    let own_meta: Map<String, Value> =
+        meta.iter().filter(|(k, _)| ![META_VERSION, META_CLIENT_INFO, META_CAPABILITIES].contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    if own_meta.is_empty() {
+        forwarded.remove("_meta");
+    } else {
+        forwarded.insert("_meta".into(), Value::Object(own_meta));
+    }
+    Some(Eligible { id: id.clone(), name: name.to_string(), params: forwarded, capabilities: declared.as_object()?.clone() })
+}
+
+/// The HTTP status of a 2026-07-28 error reply, as rmcp gives it.
+fn status_of(error: &ErrorData) -> StatusCode {
+    match error.code {
+        ErrorCode::UNSUPPORTED_PROTOCOL_VERSION | ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY | ErrorCode::HEADER_MISMATCH => StatusCode::BAD_REQUEST,
+        ErrorCode::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// How the module's answer reads, without parsing the result into a tree.
+#[derive(serde::Deserialize)]
+struct Answer<'a> {
+    #[serde(borrow)]
+    result: Option<&'a RawValue>,
+    error: Option<Value>,
+}
+
+/// The key of a result the gateway looks at.
+#[derive(serde::Deserialize)]
+struct ResultKeys<'a> {
+    #[serde(rename = "resultType", borrow)]
+    result_type: Option<&'a RawValue>,
+}
+
+/// The response text for the app's answer, and whether it is a tool error; or the error the
+/// protocol library's path gives for the same answer (`apps_mcp::result_of`, `typed`).
+fn complete_result(app_id: &str, id: &Value, forwarded: Forwarded) -> Result<(String, bool), ErrorData> {
+    const METHOD: &str = "tools/call";
+    let text = apps_mcp::answer_text(app_id, METHOD, forwarded)?;
+    let answer: Answer = serde_json::from_str(&text).map_err(|e| apps_mcp::invalid_json(app_id, METHOD, e))?;
+    if let Some(error) = answer.error {
+        return Err(apps_mcp::app_error_of(app_id, METHOD, error));
+    }
+    let raw = answer.result.map(RawValue::get).unwrap_or("{}");
+    let checked: rmcp::model::CallToolResult = serde_json::from_str(raw).map_err(|e| apps_mcp::invalid_result(METHOD, e))?;
+    let keys: ResultKeys = serde_json::from_str(raw).map_err(|e| apps_mcp::invalid_result(METHOD, e))?;
+    let mut body = String::with_capacity(raw.len() + 64);
+    body.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
+    body.push_str(&id.to_string());
+    body.push_str(",\"result\":");
+    match keys.result_type {
+        Some(_) => body.push_str(raw),
+        None => {
+            // `{` + the rest: the type goes first, as rmcp writes it.
+            let inner = raw.trim_start().strip_prefix('{').unwrap_or("}");
+            body.push_str("{\"resultType\":\"complete\"");
+            if !inner.trim_start().starts_with('}') {
+                body.push(',');
+            }
+            body.push_str(inner);
+        }
+    }
+    body.push('}');
+    Ok((body, checked.is_error == Some(true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(result: &str) -> Forwarded {
+        Ok(Some(format!("{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{result}}}")))
+    }
+
+    #[test]
+    fn a_result_gets_its_type_first_and_keeps_everything_else() {
+        let (body, is_error) = complete_result("a", &json!(3), answer(r#"{"content":[{"type":"text","text":"hi"}],"x-own":1}"#)).unwrap();
+        let value: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(value, json!({ "jsonrpc": "2.0", "id": 3, "result": { "resultType": "complete", "content": [{ "type": "text", "text": "hi" }], "x-own": 1 } }));
+        assert!(!is_error);
+        let (body, _) = complete_result("a", &json!("a"), answer(" { \"isError\" : false } ")).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({ "jsonrpc": "2.0", "id": "a", "result": { "resultType": "complete", "isError": false } }));
+        let (_, is_error) = complete_result("a", &json!(1), answer(r#"{"resultType":"complete","content":[],"isError":true}"#)).unwrap();
+        assert!(is_error);
+    }
+
+    #[test]
+    fn an_invalid_result_or_an_error_is_the_protocol_paths_error() {
+        let e = complete_result("a", &json!(1), answer(r#"{"content":"not a list"}"#)).unwrap_err();
+        assert!(e.message.contains("not a valid MCP result"), "{}", e.message);
+        let text = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown tool"}}"#;
+        let e = complete_result("a", &json!(1), Ok(Some(text.into()))).unwrap_err();
+        assert_eq!((e.code, e.message.as_ref()), (ErrorCode::INVALID_PARAMS, "Unknown tool"));
+    }
+
+    fn parts(headers: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in headers {
+            map.append(axum::http::HeaderName::from_static(k), v.parse().unwrap());
+        }
+        map
+    }
+
+    const HEADERS: &[(&str, &str)] = &[
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "echo"),
+    ];
+
+    fn body() -> Value {
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": "echo", "arguments": { "text": "x" }, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": { "name": "t", "version": "1" },
+            "io.modelcontextprotocol/clientCapabilities": { "elicitation": {} },
+            "app/own": 5,
+        } } })
+    }
+
+    const COMPATIBILITY: Compatibility = Compatibility { enable_discovery_first: true, force_legacy_initialize: false };
+
+    #[test]
+    fn the_envelope_stays_and_the_rest_of_meta_goes_on() {
+        let e = eligible(COMPATIBILITY, &Method::POST, &parts(HEADERS), &body()).expect("eligible");
+        assert_eq!(Value::Object(e.params), json!({ "name": "echo", "arguments": { "text": "x" }, "_meta": { "app/own": 5 } }));
+        assert!(e.capabilities.contains_key("elicitation"));
+    }
+
+    #[test]
+    fn anything_unusual_goes_to_the_protocol_library() {
+        let mut headers = HEADERS.to_vec();
+        headers.retain(|(k, _)| *k != "mcp-name");
+        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &body()).is_none(), "no Mcp-Name");
+        let mut headers = HEADERS.to_vec();
+        headers.push(("mcp-session-id", "s"));
+        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &body()).is_none(), "a session");
+        let mut headers = HEADERS.to_vec();
+        headers.push(("mcp-param-x", "1"));
+        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &body()).is_none(), "a parameter header");
+        let legacy = Compatibility { enable_discovery_first: true, force_legacy_initialize: true };
+        assert!(eligible(legacy, &Method::POST, &parts(HEADERS), &body()).is_none(), "an endpoint without 2026-07-28");
+        let variants: Vec<Box<dyn Fn(&mut Value)>> = vec![
+            Box::new(|b| b["params"]["_meta"]["progressToken"] = json!(1)),
+            Box::new(|b| b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25")),
+            Box::new(|b| b["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = json!("x")),
+            Box::new(|b| b["params"]["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug")),
+            Box::new(|b| b["params"]["requestState"] = json!("s")),
+            Box::new(|b| b["params"]["task"] = json!({})),
+            Box::new(|b| b["params"]["arguments"] = json!([1])),
+            Box::new(|b| b["params"]["name"] = json!("other")),
+            Box::new(|b| b["id"] = json!(1.5)),
+            Box::new(|b| b["method"] = json!("tools/list")),
+        ];
+        for (i, change) in variants.iter().enumerate() {
+            let mut b = body();
+            change(&mut b);
+            assert!(eligible(COMPATIBILITY, &Method::POST, &parts(HEADERS), &b).is_none(), "variant {i}: {b}");
+        }
+    }
+}
