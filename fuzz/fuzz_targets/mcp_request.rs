@@ -12,7 +12,11 @@
 //! - a refused body gets HTTP 400 and a JSON-RPC error: a batch (a body opening with `[`, JSON or
 //!   not) -32600 saying batches are refused; else -32700 when it is not JSON, else -32600 naming
 //!   the problem, with the request's `id` when it has one;
-//! - the elements of a batch, sent one by one, obey the same rules.
+//! - the elements of a batch, sent one by one, obey the same rules;
+//! - the message the gate hands on beside the body (`Gated`, read in one pass with the key check)
+//!   is what serde_json reads from the body, and the short way's eligibility check
+//!   (`pass_through::eligible`, with the headers a client would send for it) never panics and
+//!   takes only a `tools/call` with the name and id it was sent.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -22,7 +26,8 @@ use axum::http::{header, Method, Request, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::routing::post;
 use axum::Router;
-use gateway_host::fuzzing::{gate, BodyLimit};
+use axum::Extension;
+use gateway_host::fuzzing::{eligible, gate, BodyLimit, Compatibility, Gated};
 use libfuzzer_sys::fuzz_target;
 use rmcp::model::{ClientJsonRpcMessage, GetMeta, JsonRpcMessage, ProtocolVersion};
 use serde_json::Value;
@@ -36,9 +41,32 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     RUNTIME.get_or_init(|| tokio::runtime::Builder::new_current_thread().build().expect("a tokio runtime"))
 }
 
-/// What the app proxy would have been handed.
-async fn echo(body: Bytes) -> Bytes {
+/// What the app proxy would have been handed, after checking what the gate put beside it.
+async fn echo(Extension(Gated(message)): Extension<Gated>, body: Bytes) -> Bytes {
+    let read: Value = serde_json::from_slice(&body).expect("the gate passes only JSON");
+    assert_eq!(message, read, "the gate's one-pass reading differs from serde_json's");
+    short_way(&message);
     body
+}
+
+/// The short way's check, with the headers a client sends for the message.
+fn short_way(message: &Value) {
+    let mut headers = axum::http::HeaderMap::new();
+    headers.insert(header::ACCEPT, "application/json, text/event-stream".parse().unwrap());
+    headers.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+    headers.insert("mcp-protocol-version", "2026-07-28".parse().unwrap());
+    for (name, value) in [("mcp-method", &message["method"]), ("mcp-name", &message["params"]["name"])] {
+        if let Some(value) = value.as_str().and_then(|v| v.parse().ok()) {
+            headers.insert(name, value);
+        }
+    }
+    let compatibility = Compatibility { enable_discovery_first: true, force_legacy_initialize: false };
+    if let Some(short) = eligible(compatibility, &Method::POST, &headers, message) {
+        assert_eq!(message["method"], "tools/call", "{message}");
+        assert_eq!(message["params"]["name"], short.name.as_str(), "{message}");
+        assert_eq!(message["id"], short.id, "{message}");
+        assert!(!short.params.get("_meta").is_some_and(|m| m.get("io.modelcontextprotocol/protocolVersion").is_some()), "the envelope stays: {message}");
+    }
 }
 
 struct Answer {

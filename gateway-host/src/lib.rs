@@ -52,7 +52,8 @@ pub mod fuzzing {
     pub use crate::http::chat::{input_answer, turn_request};
     pub use crate::http::connections::ConnectionLimits;
     pub use crate::http::gateway_mcp::Compatibility;
-    pub use crate::http::jsonrpc_gate::{gate, BodyLimit};
+    pub use crate::http::jsonrpc_gate::{gate, BodyLimit, Gated};
+    pub use crate::http::pass_through::{eligible, Eligible};
     pub use crate::http::sandbox::{listen_addrs, SandboxSite};
     pub use crate::logging::{setup as log_setup, Mode as LogMode};
     pub use crate::settings::Settings;

@@ -54,17 +54,25 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
         return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, BATCH_REFUSED.to_string());
     }
-    let message: Value = match serde_json::from_slice(&bytes) {
-        Ok(value) => value,
+    // One pass reads the message and checks its keys; only a refused body is read again, for
+    // the id its error answers.
+    let message = match serde_json::from_slice::<Strict>(&bytes) {
+        Ok(Strict(message)) => message,
+        // A repeated key: refused with the request's id, unless the body is not JSON at all
+        // further on (the parse error comes first, as it would without the check).
+        Err(e) if e.classify() == serde_json::error::Category::Data => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(message) => {
+                let id = message.get("id").cloned().unwrap_or(Value::Null);
+                return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: {e}"));
+            }
+            Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
+        },
         Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
     };
     let id = message.get("id").cloned().unwrap_or(Value::Null);
-    if let Err(e) = serde_json::from_slice::<StrictKeys>(&bytes) {
-        return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: {e}"));
-    }
     match &message {
         Value::Object(_) => {
-            if let Err(e) = serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message.clone()) {
+            if let Err(e) = <rmcp::model::ClientJsonRpcMessage as serde::Deserialize>::deserialize(&message) {
                 return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: not a JSON-RPC message an MCP client sends ({e})"));
             }
         }
@@ -83,64 +91,74 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
 #[derive(Clone)]
 pub struct Gated(pub Value);
 
-/// Reads a JSON document only to check that no object in it repeats a key or has two keys that
-/// differ only in case; the error names them.
-struct StrictKeys;
+/// A JSON document read into a [`Value`] while checking that no object in it repeats a key or
+/// has two keys that differ only in case; the error (serde's data category) names them.
+struct Strict(Value);
 
-impl<'de> serde::Deserialize<'de> for StrictKeys {
+impl<'de> serde::Deserialize<'de> for Strict {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictKeysVisitor)
+        deserializer.deserialize_any(StrictVisitor)
     }
 }
 
-struct StrictKeysVisitor;
+struct StrictVisitor;
 
-impl<'de> serde::de::Visitor<'de> for StrictKeysVisitor {
-    type Value = StrictKeys;
+impl<'de> serde::de::Visitor<'de> for StrictVisitor {
+    type Value = Strict;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<StrictKeys, A::Error> {
-        let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
+        let mut object = serde_json::Map::new();
+        // Folded key → the key as written; most objects have a few keys, all lowercase.
+        let mut seen: Vec<(String, String)> = Vec::new();
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let folded = key.to_lowercase();
-            if let Some(earlier) = seen.get(&folded) {
+            if let Some((_, earlier)) = seen.iter().find(|(f, _)| *f == folded) {
                 return Err(serde::de::Error::custom(if *earlier == key {
                     format!("the key \"{key}\" appears twice in one object")
                 } else {
                     format!("the keys \"{earlier}\" and \"{key}\" of one object differ only in case")
                 }));
             }
-            seen.insert(folded, key.into_owned());
-            map.next_value::<StrictKeys>()?;
+            let Strict(value) = map.next_value::<Strict>()?;
+            let key = key.into_owned();
+            seen.push((folded, key.clone()));
+            object.insert(key, value);
         }
-        Ok(StrictKeys)
+        Ok(Strict(Value::Object(object)))
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<StrictKeys, A::Error> {
-        while seq.next_element::<StrictKeys>()?.is_some() {}
-        Ok(StrictKeys)
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Strict, A::Error> {
+        let mut items = Vec::new();
+        while let Some(Strict(item)) = seq.next_element::<Strict>()? {
+            items.push(item);
+        }
+        Ok(Strict(Value::Array(items)))
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<StrictKeys, E> {
-        Ok(StrictKeys)
+    fn visit_bool<E>(self, v: bool) -> Result<Strict, E> {
+        Ok(Strict(Value::Bool(v)))
     }
-    fn visit_i64<E>(self, _: i64) -> Result<StrictKeys, E> {
-        Ok(StrictKeys)
+    fn visit_i64<E>(self, v: i64) -> Result<Strict, E> {
+        Ok(Strict(Value::from(v)))
     }
-    fn visit_u64<E>(self, _: u64) -> Result<StrictKeys, E> {
-        Ok(StrictKeys)
+    fn visit_u64<E>(self, v: u64) -> Result<Strict, E> {
+        Ok(Strict(Value::from(v)))
     }
-    fn visit_f64<E>(self, _: f64) -> Result<StrictKeys, E> {
-        Ok(StrictKeys)
+    fn visit_f64<E>(self, v: f64) -> Result<Strict, E> {
+        Ok(Strict(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)))
     }
-    fn visit_str<E>(self, _: &str) -> Result<StrictKeys, E> {
-        Ok(StrictKeys)
+    fn visit_str<E>(self, v: &str) -> Result<Strict, E> {
+        Ok(Strict(Value::String(v.to_string())))
     }
-    fn visit_unit<E>(self) -> Result<StrictKeys, E> {
-        Ok(StrictKeys)
+    fn visit_string<E>(self, v: String) -> Result<Strict, E> {
+        Ok(Strict(Value::String(v)))
+    }
+    fn visit_unit<E>(self) -> Result<Strict, E> {
+        Ok(Strict(Value::Null))
     }
 }
 
@@ -151,10 +169,13 @@ fn refuse(status: StatusCode, id: &Value, code: i32, message: String) -> Respons
 
 #[cfg(test)]
 mod tests {
-    use super::StrictKeys;
+    use super::Strict;
+    use serde_json::Value;
 
     fn check(body: &str) -> Result<(), String> {
-        serde_json::from_slice::<StrictKeys>(body.as_bytes()).map(|_| ()).map_err(|e| e.to_string())
+        let read = serde_json::from_slice::<Strict>(body.as_bytes()).map_err(|e| e.to_string())?;
+        assert_eq!(read.0, serde_json::from_str::<Value>(body).unwrap(), "the same value as serde_json reads");
+        Ok(())
     }
 
     #[test]
@@ -167,5 +188,6 @@ mod tests {
         let escaped = check(r#"{"id":1,"\u0069d":2}"#).unwrap_err();
         assert!(escaped.contains("\"id\" appears twice"), "{escaped}");
         assert!(check(r#"[{"x":1,"X":2}]"#).is_err());
+        check(r#"{"n":[-1,18446744073709551615,1.5e300,-0.0,1e-7],"s":"\u00e9\n","t":true,"f":false,"z":null,"o":{},"a":[]}"#).unwrap();
     }
 }

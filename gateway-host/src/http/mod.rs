@@ -39,7 +39,7 @@ pub(crate) mod jsonrpc_gate;
 mod mcp_relay;
 mod mcp_tasks;
 mod metrics;
-mod pass_through;
+pub(crate) mod pass_through;
 pub mod sandbox;
 mod tools;
 mod workspace_mcp;

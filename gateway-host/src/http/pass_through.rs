@@ -63,7 +63,7 @@ pub struct PassThrough {
 }
 
 /// A `tools/call` the short way can answer.
-pub(super) struct Eligible {
+pub struct Eligible {
     pub id: Value,
     pub name: String,
     /// `params` without the revision's envelope (`_meta` keeps the request's own keys).
@@ -218,7 +218,7 @@ fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
 }
 
 /// The request, if the short way may answer it (see the module docs).
-pub(super) fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderMap, message: &Value) -> Option<Eligible> {
+pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderMap, message: &Value) -> Option<Eligible> {
     if !compatibility.versions().iter().any(|v| v.as_str() == MODERN) {
         return None;
     }
