@@ -289,11 +289,22 @@ struct Answer<'a> {
     error: Option<Value>,
 }
 
-/// The key of a result the gateway looks at.
+/// The key of a result the gateway looks at: whether `resultType` is there at all (even as
+/// `null`, which an `Option` would read as absent and so have it written twice).
 #[derive(serde::Deserialize)]
-struct ResultKeys<'a> {
-    #[serde(rename = "resultType", borrow)]
-    result_type: Option<&'a RawValue>,
+struct ResultKeys {
+    #[serde(rename = "resultType", default)]
+    result_type: Present,
+}
+
+/// A key that is there, whatever its value.
+#[derive(Default)]
+struct Present(bool);
+
+impl<'de> serde::Deserialize<'de> for Present {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+    }
 }
 
 /// The response text for the app's answer, and whether it is a tool error; or the error the
@@ -313,8 +324,8 @@ fn complete_result(app_id: &str, id: &Value, forwarded: Forwarded) -> Result<(St
     body.push_str(&id.to_string());
     body.push_str(",\"result\":");
     match keys.result_type {
-        Some(_) => body.push_str(raw),
-        None => {
+        Present(true) => body.push_str(raw),
+        Present(false) => {
             // `{` + the rest: the type goes first, as rmcp writes it.
             let inner = raw.trim_start().strip_prefix('{').unwrap_or("}");
             body.push_str("{\"resultType\":\"complete\"");
@@ -346,6 +357,8 @@ mod tests {
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({ "jsonrpc": "2.0", "id": "a", "result": { "resultType": "complete", "isError": false } }));
         let (_, is_error) = complete_result("a", &json!(1), answer(r#"{"resultType":"complete","content":[],"isError":true}"#)).unwrap();
         assert!(is_error);
+        let (body, _) = complete_result("a", &json!(1), answer(r#"{"resultType":null,"content":[]}"#)).unwrap();
+        assert_eq!(body.matches("resultType").count(), 1, "never written twice: {body}");
     }
 
     #[test]
