@@ -68,7 +68,13 @@ describe("/mcp with GroceryInventory, a test app and a Plugins.Mcp server", () =
     await waitRunning(gateway, ["grocery-inventory", "tapp", "victim", "zz-clash"]);
     await waitFor("registry", async () => {
       const tools = await (await fetch(gateway.url("/tools"))).json();
-      return tools.all.some((t) => t.providerId === "mcp:files") && tools.all.some((t) => t.providerId === "mcpapp:victim");
+      // Every provider the tests below read, GroceryInventory's whole catalog included: the
+      // registry follows the apps' states a moment later than /apps/health.
+      return (
+        tools.all.some((t) => t.providerId === "mcp:files") &&
+        tools.all.some((t) => t.providerId === "mcpapp:victim") &&
+        tools.all.filter((t) => t.providerId === "mcpapp:grocery-inventory").length >= 12
+      );
     });
     client = await connect(gateway);
   });
