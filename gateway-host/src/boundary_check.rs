@@ -57,6 +57,7 @@ pub fn run(config: Option<&Path>, module: Option<&Path>, calls: usize, delay_ms:
             }
         }
         let threads_after = thread_count();
+        let (across_us, in_process_us) = one_call_alone(&module).await?;
         module.shutdown().await?;
         Ok::<_, BoxError>(json!({
             "calls": calls,
@@ -67,8 +68,46 @@ pub fn run(config: Option<&Path>, module: Option<&Path>, calls: usize, delay_ms:
             "threadsBefore": threads_before,
             "threadsPeak": threads_peak,
             "threadsAfter": threads_after,
+            "oneCallUs": across_us,
+            "oneCallInProcessUs": in_process_us,
         }))
     })?;
     println!("{report}");
     Ok(())
+}
+
+/// How many calls in a row [`one_call_alone`] times.
+const ONE_BY_ONE: usize = 2000;
+
+/// The round trip of one call with nothing else in flight (the median of [`ONE_BY_ONE`] calls in
+/// a row, µs): `diag.echo` across the boundary, and the same work done in-process — the params
+/// written as JSON, read, the answer built and written, and read back, as `ModuleHost::invoke`
+/// and the module do. The difference is what the boundary costs a call.
+async fn one_call_alone(module: &crate::module_host::ModuleHost) -> Result<(f64, f64), BoxError> {
+    let mut across = Vec::with_capacity(ONE_BY_ONE);
+    for i in 0..ONE_BY_ONE {
+        let started = Instant::now();
+        let answer = module.invoke("diag.echo", &json!({ "value": i })).await?;
+        across.push(started.elapsed().as_secs_f64() * 1e6);
+        if answer["echo"] != json!(i) {
+            return Err(format!("diag.echo answered {answer} to {i}").into());
+        }
+    }
+    let mut in_process = Vec::with_capacity(ONE_BY_ONE);
+    for i in 0..ONE_BY_ONE {
+        let started = Instant::now();
+        let params: serde_json::Value = serde_json::from_str(&json!({ "value": i }).to_string())?;
+        let answer = json!({ "echo": params.get("value").cloned() }).to_string();
+        let answer: serde_json::Value = std::hint::black_box(serde_json::from_str(&answer)?);
+        in_process.push(started.elapsed().as_secs_f64() * 1e6);
+        if answer["echo"] != json!(i) {
+            return Err(format!("the in-process echo answered {answer} to {i}").into());
+        }
+    }
+    Ok((median(&mut across), median(&mut in_process)))
+}
+
+fn median(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
 }

@@ -23,7 +23,7 @@ use crate::abi::calls::{CancelOutcome, Calls, NO_CALL_ID};
 use crate::abi::containment::contain;
 use crate::abi::events::EventSink;
 use crate::abi::faults::{Faults, Site};
-use crate::abi::runtime::{ready_err, ModuleRuntime, ShutdownError, Tasks};
+use crate::abi::runtime::{ready_err, ModuleRuntime, Placement, ShutdownError, Tasks};
 use crate::apps::config::{McpAppsConfig, McpCompatibility};
 use crate::apps::registry::Registry;
 use crate::apps::watcher::ManifestWatcher;
@@ -155,11 +155,12 @@ impl Instance {
         ModuleInstance_TO::from_value(self, TD_Opaque)
     }
 
-    /// Runs one exported operation: containment, the injected-fault checks, then the work on the
-    /// module runtime. `work` gets the call's cancellation token, which fires when the host
-    /// cancels `call_id` (even before the task registered it) or drops the returned future;
-    /// operations that wait on an app watch it.
-    fn call<T, F, Fut>(&self, operation: &'static str, call_id: u64, work: F) -> AbiFuture<T>
+    /// Runs one exported operation: containment, the injected-fault checks, then the work,
+    /// placed as `placement` says (inline for what never blocks a thread: the calls of every
+    /// request; a task of its own for the scans). `work` gets the call's cancellation token,
+    /// which fires when the host cancels `call_id` (even before the call registered it) or
+    /// drops the returned future; operations that wait on an app watch it.
+    fn call<T, F, Fut>(&self, operation: &'static str, placement: Placement, call_id: u64, work: F) -> AbiFuture<T>
     where
         T: Send + 'static,
         F: FnOnce(Arc<Core>, CancellationToken) -> Fut,
@@ -173,7 +174,7 @@ impl Instance {
                 let core = self.core.clone();
                 let fut = work(core.clone(), cancel.clone());
                 let token = cancel.clone();
-                self.core.tasks.spawn_call(operation, cancel, async move {
+                self.core.tasks.run_call(placement, operation, cancel, async move {
                     core.faults.check(Site::Task, operation);
                     if let Some(delay) = core.faults.delay(operation) {
                         tracing::info!("injected delay: {operation} call {call_id} registers in {} ms", delay.as_millis());
@@ -250,7 +251,7 @@ impl ModuleInstance for Instance {
     }
 
     fn discover(&self) -> AbiFuture<RString> {
-        self.call("discover", NO_CALL_ID, |core, _| async move {
+        self.call("discover", Placement::Spawned, NO_CALL_ID, |core, _| async move {
             let report = tokio::task::block_in_place(|| core.registry.discover());
             // Into one buffer sized for the report (under 1 KiB an app) rather than one grown by
             // doubling: ten thousand apps are megabytes. The RString takes the buffer as it is.
@@ -264,7 +265,7 @@ impl ModuleInstance for Instance {
     }
 
     fn list_apps(&self) -> AbiFuture<RVec<AppDescriptor>> {
-        self.call("list_apps", NO_CALL_ID, |core, _| async move {
+        self.call("list_apps", Placement::Inline, NO_CALL_ID, |core, _| async move {
             Ok(core.registry.apps().iter().map(|a| core.descriptor(a)).collect())
         })
     }
@@ -272,7 +273,7 @@ impl ModuleInstance for Instance {
     // Starting, stopping and reloading finish even when the host stops waiting: abandoning one
     // half-way would leave an app between states. They ignore the call's token.
     fn start_app(&self, app_id: RString) -> AbiFuture<AppDescriptor> {
-        self.call("start_app", NO_CALL_ID, move |core, _| async move {
+        self.call("start_app", Placement::Spawned, NO_CALL_ID, move |core, _| async move {
             let app = core.app(app_id.as_str())?;
             app.start(true).await.map_err(|e| AbiError::new(error_code::UPSTREAM, e))?;
             Ok(core.descriptor(&app))
@@ -280,7 +281,7 @@ impl ModuleInstance for Instance {
     }
 
     fn stop_app(&self, app_id: RString) -> AbiFuture<AppDescriptor> {
-        self.call("stop_app", NO_CALL_ID, move |core, _| async move {
+        self.call("stop_app", Placement::Spawned, NO_CALL_ID, move |core, _| async move {
             let app = core.app(app_id.as_str())?;
             app.stop("stopped on request").await;
             Ok(core.descriptor(&app))
@@ -288,21 +289,21 @@ impl ModuleInstance for Instance {
     }
 
     fn reload(&self) -> AbiFuture<RString> {
-        self.call("reload", NO_CALL_ID, |core, _| async move {
+        self.call("reload", Placement::Spawned, NO_CALL_ID, |core, _| async move {
             core.start_watching();
             Ok(core.registry.reload(true).await.to_string().into())
         })
     }
 
     fn list_tools(&self) -> AbiFuture<RVec<ToolDescriptor>> {
-        self.call("list_tools", NO_CALL_ID, |core, _| async move {
+        self.call("list_tools", Placement::Inline, NO_CALL_ID, |core, _| async move {
             Ok(crate::bridge::tool_bridge::descriptors(&core.registry.apps(), &core.clashes_reported).into())
         })
     }
 
     fn call_tool(&self, request: ToolCallRequest) -> AbiFuture<ToolCallOutcome> {
         let call_id = request.call_id;
-        self.call("call_tool", call_id, move |core, cancel| async move {
+        self.call("call_tool", Placement::Inline, call_id, move |core, cancel| async move {
             let app = core.app(request.app_id.as_str())?;
             let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
             let relay =
@@ -321,7 +322,7 @@ impl ModuleInstance for Instance {
 
     fn forward(&self, request: ForwardRequest) -> AbiFuture<ForwardResponse> {
         let call_id = request.call_id;
-        self.call("forward", call_id, move |core, cancel| async move {
+        self.call("forward", Placement::Inline, call_id, move |core, cancel| async move {
             let response =
                 crate::bridge::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await;
             Ok(ForwardResponse {
@@ -343,7 +344,12 @@ impl ModuleInstance for Instance {
     }
 
     fn invoke(&self, method: RString, params_json: RString) -> AbiFuture<RString> {
-        self.call("invoke", NO_CALL_ID, move |core, cancel| async move {
+        // The named operations that scan or restart apps block or take long: tasks of their own.
+        let placement = match method.as_str() {
+            "diag.echo" | "module.status" | host_abi::relay::RESPOND => Placement::Inline,
+            _ => Placement::Spawned,
+        };
+        self.call("invoke", placement, NO_CALL_ID, move |core, cancel| async move {
             invoke(&core, method.as_str(), params_json.as_str(), &cancel).await
         })
     }

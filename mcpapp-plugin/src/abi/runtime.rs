@@ -196,6 +196,112 @@ impl Tasks {
     }
 }
 
+/// Where a call's work runs (see [`Tasks::run_call`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Polled by whoever polls the call's future (a host worker), with this module's runtime
+    /// entered. For calls that never block a thread: what costs in a call that crosses the
+    /// boundary is handing it between threads (measured, `bench boundary`: ~150 µs for a call
+    /// that does nothing), and this hands it over once less each way.
+    Inline,
+    /// A task of its own on the module runtime, the host's future only waiting for its result.
+    /// For work that blocks (`block_in_place`: discovery, validation, a reload's scan), which
+    /// must run on one of the runtime's own workers.
+    Spawned,
+}
+
+impl Tasks {
+    /// Runs a call's work where `placement` says; see [`Self::spawn_call`] and [`Self::run_inline`].
+    pub fn run_call<T, F>(&self, placement: Placement, what: &'static str, cancel: CancellationToken, fut: F) -> AbiFuture<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, AbiError>> + Send + 'static,
+    {
+        match placement {
+            Placement::Inline => self.run_inline(what, cancel, fut),
+            Placement::Spawned => self.spawn_call(what, cancel, fut),
+        }
+    }
+
+    /// Returns `fut` as a future the host polls itself: every poll enters this module's runtime
+    /// (its tokio copy's context, so timers, sockets and spawns inside reach the module's
+    /// reactor, which the runtime's workers keep driving) and catches a panic, which becomes an
+    /// [`error_code::PANIC`] error. The same contract as [`Self::spawn_call`] otherwise:
+    /// dropping it before its result cancels `cancel`, and the rest of the work then finishes
+    /// as a task of its own (so a cancelled call still tells its app, as it would as a task).
+    /// `fut` must not block the thread: it runs on a host worker.
+    pub fn run_inline<T, F>(&self, what: &'static str, cancel: CancellationToken, fut: F) -> AbiFuture<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, AbiError>> + Send + 'static,
+    {
+        if self.is_shut_down() {
+            return ready_err(AbiError::new(error_code::SHUT_DOWN, format!("the module is shut down (while {what})")));
+        }
+        Inline { what, tasks: self.clone(), cancel: Some(cancel), work: Some(Box::pin(fut)) }.into_ffi()
+    }
+}
+
+type Work<T> = std::pin::Pin<Box<dyn Future<Output = Result<T, AbiError>> + Send>>;
+
+/// A call run by its poller ([`Tasks::run_inline`]).
+struct Inline<T: Send + 'static> {
+    what: &'static str,
+    tasks: Tasks,
+    /// Armed until the work has finished: dropped before, the call is cancelled.
+    cancel: Option<CancellationToken>,
+    work: Option<Work<T>>,
+}
+
+impl<T: Send + 'static> Future for Inline<T> {
+    type Output = RResult<T, AbiError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let this = &mut *self;
+        let what = this.what;
+        let Some(work) = this.work.as_mut() else {
+            return Poll::Ready(RResult::RErr(AbiError::new(error_code::INTERNAL, format!("polled again after it ended (while {what})"))));
+        };
+        let _context = this.tasks.handle.enter();
+        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(result)) => result.into(),
+            Err(payload) => {
+                let msg = panic_message(&*payload);
+                tracing::error!(call = what, "panic in module while {what}: {msg}");
+                RResult::RErr(AbiError::new(error_code::PANIC, format!("panic in module while {what}: {msg}")))
+            }
+        };
+        // A panicked future may panic again as it is dropped: that must not cross the boundary.
+        let finished = this.work.take();
+        let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(finished)));
+        this.cancel = None;
+        Poll::Ready(outcome)
+    }
+}
+
+impl<T: Send + 'static> Drop for Inline<T> {
+    /// Runs on the host's thread, inside the module library: nothing may unwind out of it.
+    fn drop(&mut self) {
+        let Some(work) = self.work.take() else { return };
+        let (what, tasks, cancel) = (self.what, self.tasks.clone(), self.cancel.take());
+        let handed_over = std::panic::catch_unwind(AssertUnwindSafe(move || {
+            if let Some(token) = cancel {
+                token.cancel();
+            }
+            let _context = tasks.handle.enter();
+            // Refused once the module is shut down: the work is then dropped here, in context.
+            tasks.spawn(what, async move {
+                let _ = work.await;
+            });
+        }));
+        if handed_over.is_err() {
+            tracing::error!(call = what, "panic while handing a cancelled call ({what}) to the module runtime");
+        }
+    }
+}
+
 /// Cancels a call's token when the host drops the call's future before its result arrived.
 ///
 /// The drop runs on a host thread, outside the module runtime's context (tokio's thread-locals
@@ -287,6 +393,62 @@ mod tests {
         end(rt);
     }
 
+    /// An inline call polled on a thread that knows nothing of tokio (like a host's worker,
+    /// whose tokio is another copy) still reaches the module's timers and sockets.
+    #[test]
+    fn an_inline_call_uses_the_module_runtime_from_any_thread() {
+        let rt = runtime();
+        let fut = rt.tasks().run_inline("sleeping", CancellationToken::new(), async {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| AbiError::new(error_code::INTERNAL, e.to_string()))?;
+            Ok(listener.local_addr().map(|a| a.port()).unwrap_or(0))
+        });
+        assert!(futures::executor::block_on(fut).unwrap() > 0);
+        end(rt);
+    }
+
+    #[test]
+    fn an_inline_panic_becomes_a_panic_error() {
+        let rt = runtime();
+        let fut = rt.tasks().run_inline::<(), _>("exploding", CancellationToken::new(), async { panic!("boom") });
+        let err = futures::executor::block_on(fut).unwrap_err();
+        assert_eq!(err.code.as_str(), error_code::PANIC);
+        assert!(err.message.as_str().contains("while exploding: boom"), "{}", err.message);
+        end(rt);
+    }
+
+    /// Dropped before its end, an inline call is cancelled and what is left of it (its cancel
+    /// path: telling the app) still runs, as a task.
+    #[test]
+    fn a_dropped_inline_call_is_cancelled_and_finishes_as_a_task() {
+        let rt = runtime();
+        let cancel = CancellationToken::new();
+        let (seen_tx, seen) = std::sync::mpsc::channel();
+        let watched = cancel.clone();
+        let mut fut = rt.tasks().run_inline("waiting", cancel.clone(), async move {
+            watched.cancelled().await;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let _ = seen_tx.send(std::thread::current().name().map(str::to_string));
+            Ok(())
+        });
+        assert!(!poll_once(&mut fut));
+        drop(fut);
+        assert!(cancel.is_cancelled());
+        let thread = seen.recv_timeout(Duration::from_secs(10)).expect("the rest of the call ran");
+        assert_eq!(thread.as_deref(), Some("mcpapp-module"), "on the module's runtime");
+        end(rt);
+    }
+
+    #[test]
+    fn a_finished_inline_call_is_not_cancelled_by_its_drop() {
+        let rt = runtime();
+        let cancel = CancellationToken::new();
+        let fut = rt.tasks().run_inline("answering", cancel.clone(), async { Ok(7u32) });
+        assert_eq!(futures::executor::block_on(fut).unwrap(), 7);
+        assert!(!cancel.is_cancelled());
+        end(rt);
+    }
+
     #[test]
     fn shutdown_runs_the_last_work_ends_tasks_and_refuses_new_ones() {
         let rt = runtime();
@@ -310,6 +472,8 @@ mod tests {
         assert_eq!(ended.recv_timeout(Duration::from_secs(10)), Err(std::sync::mpsc::RecvTimeoutError::Disconnected));
         assert!(!tasks.spawn("too late", async {}));
         let late = futures::executor::block_on(tasks.spawn_call("too late", CancellationToken::new(), async { Ok(()) }));
+        assert_eq!(late.unwrap_err().code.as_str(), error_code::SHUT_DOWN);
+        let late = futures::executor::block_on(tasks.run_inline("too late", CancellationToken::new(), async { Ok(()) }));
         assert_eq!(late.unwrap_err().code.as_str(), error_code::SHUT_DOWN);
         assert!(matches!(rt.shut_down_on_own_thread(|_| {}), Err(ShutdownError::AlreadyShutDown)));
     }
