@@ -74,6 +74,12 @@ fn module_with_app() -> TestModule {
     m
 }
 
+/// Polls `fut` once, as a host's executor would, with a waker that does nothing.
+fn poll_once<F: std::future::Future + Unpin>(fut: &mut F) -> std::task::Poll<F::Output> {
+    let waker = futures::task::noop_waker();
+    std::pin::Pin::new(fut).poll(&mut std::task::Context::from_waker(&waker))
+}
+
 fn seen_in_process(m: &TestModule) -> Seen {
     let outcome = m.call("c", "cancellations", "{}");
     let report: Value = serde_json::from_str(outcome.structured_content_json.as_str())
@@ -111,9 +117,14 @@ fn a_cancel_that_arrives_before_its_call_registers_stops_the_call() {
 fn dropping_a_call_future_cancels_the_upstream_call() {
     let m = module_with_app();
     let before = seen_in_process(&m);
-    let call = m.instance.call_tool(call_request(9101, "c", "cancellable", json!({ "ms": FOREVER_MS })));
+    let mut call = m.instance.call_tool(call_request(9101, "c", "cancellable", json!({ "ms": FOREVER_MS })));
+    // A call's future is a future: it works while its host polls it, as a host does until it
+    // stops waiting.
     assert!(
-        wait_until(WAIT, POLL, || seen_in_process(&m).started > before.started),
+        wait_until(WAIT, POLL, || {
+            assert!(poll_once(&mut call).is_pending(), "the call ended before it was dropped");
+            seen_in_process(&m).started > before.started
+        }),
         "the call never started in the app"
     );
     drop(call);

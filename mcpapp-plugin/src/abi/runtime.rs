@@ -1,9 +1,11 @@
 //! The module's own tokio runtime and the only ways work starts on it.
 //!
 //! Each dynamic library carries its own copy of tokio's thread-locals, so a module future polled on
-//! a host thread that touched tokio would panic with "no reactor running". Every call therefore
-//! runs as a task on this runtime and the host gets an [`AbiFuture`] that only waits on a
-//! runtime-agnostic `futures` oneshot channel ([`Tasks::spawn_call`]).
+//! a host thread that touched tokio would panic with "no reactor running". A call therefore either
+//! enters this runtime's context on every poll, run by the host's own worker
+//! ([`Tasks::run_inline`], for work that never blocks a thread), or runs as a task on this
+//! runtime while the host's [`AbiFuture`] only waits on a runtime-agnostic `futures` oneshot
+//! channel ([`Tasks::spawn_call`], for work that blocks).
 //!
 //! Ownership: the [`ModuleRuntime`] (the tokio `Runtime` itself) belongs to the module instance
 //! alone. Tasks only ever hold a [`Tasks`] (a handle plus the shut-down flag), so the last
