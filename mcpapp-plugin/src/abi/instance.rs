@@ -156,8 +156,8 @@ impl Instance {
     }
 
     /// Runs one exported operation: containment, the injected-fault checks, then the work,
-    /// placed as `placement` says (inline for what never blocks a thread: the calls of every
-    /// request; a task of its own for the scans). `work` gets the call's cancellation token,
+    /// placed as `placement` says (inline for what the module answers itself; a task of its own
+    /// for the scans and for calls that wait on an app, see [`Placement`]). `work` gets the call's cancellation token,
     /// which fires when the host cancels `call_id` (even before the call registered it) or
     /// drops the returned future; operations that wait on an app watch it.
     fn call<T, F, Fut>(&self, operation: &'static str, placement: Placement, call_id: u64, work: F) -> AbiFuture<T>
@@ -303,7 +303,7 @@ impl ModuleInstance for Instance {
 
     fn call_tool(&self, request: ToolCallRequest) -> AbiFuture<ToolCallOutcome> {
         let call_id = request.call_id;
-        self.call("call_tool", Placement::Inline, call_id, move |core, cancel| async move {
+        self.call("call_tool", Placement::Spawned, call_id, move |core, cancel| async move {
             let app = core.app(request.app_id.as_str())?;
             let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
             let relay =
@@ -322,7 +322,7 @@ impl ModuleInstance for Instance {
 
     fn forward(&self, request: ForwardRequest) -> AbiFuture<ForwardResponse> {
         let call_id = request.call_id;
-        self.call("forward", Placement::Inline, call_id, move |core, cancel| async move {
+        self.call("forward", Placement::Spawned, call_id, move |core, cancel| async move {
             let response =
                 crate::bridge::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await;
             Ok(ForwardResponse {
