@@ -289,14 +289,14 @@ impl AppServer {
             )
         };
         let spawn_err = |e: crate::upstream::process::SpawnError| UpstreamError::Connect(e.to_string());
-        let (service, mut process) = match manifest.transport {
+        let (service, mut process, http_relay) = match manifest.transport {
             Transport::Stdio => {
                 let mut process = AppProcess::spawn(manifest, &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
                 let service = match upstream::connect_stdio(&mut process, handler(), lifecycle).await {
                     Ok(service) => service,
                     Err(e) => return Err(with_exit(Some(&mut process), e).await),
                 };
-                (service, Some(process))
+                (service, Some(process), None)
             }
             Transport::Http => {
                 let url = manifest.url.clone().unwrap_or_default();
@@ -311,9 +311,9 @@ impl AppServer {
                 if let Some(p) = process.as_mut() {
                     wait_for_port(&self.key, &url, p).await?;
                 }
-                let service = loop {
+                let (service, http_relay) = loop {
                     match upstream::connect_http(&url, &manifest.headers, handler(), lifecycle.clone()).await {
-                        Ok(service) => break service,
+                        Ok(connected) => break connected,
                         Err(e) => {
                             let Some(p) = process.as_mut() else { return Err(e) };
                             if let Some(exit) = p.try_exit() {
@@ -324,10 +324,10 @@ impl AppServer {
                         }
                     }
                 };
-                (service, process)
+                (service, process, http_relay)
             }
         };
-        let session = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds));
+        let session = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds), http_relay);
         let closing = CancellationToken::new();
         // Listening starts before enumeration, so a change right after it is heard.
         let listener = match session.is_subscription_era() {

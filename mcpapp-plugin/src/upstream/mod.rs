@@ -1,11 +1,13 @@
 //! One app's server and the MCP session to it: [`app_server`] (R16, R17) connects, supervises and
 //! stops an app; [`process`] (R44) launches its process; [`upstream`] (R16, R19) is the rmcp client
-//! session, with [`ordering`] keeping its notifications in order and [`subscriptions`] holding the
-//! 2026-07-28 listen stream; [`catalog`] (R18, R19) is what the app offers; [`relay`] (R42) routes
+//! session, with [`ordering`] keeping its notifications in order, [`subscriptions`] holding the
+//! 2026-07-28 listen stream and [`http_relay`] taking tool calls to HTTP apps the short way;
+//! [`catalog`] (R18, R19) is what the app offers; [`relay`] (R42) routes
 //! what the app does during a call back to that call's client.
 
 pub mod app_server;
 pub mod catalog;
+pub mod http_relay;
 pub mod ordering;
 pub mod process;
 pub mod relay;

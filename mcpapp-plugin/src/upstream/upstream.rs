@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::abi::events::EventSink;
 use crate::apps::manifest::Manifest;
+use crate::upstream::http_relay::{CallContext, HttpRelay, Relayed};
 use crate::upstream::ordering::{OrderGate, Seq, Sequenced};
 use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
@@ -98,8 +99,6 @@ pub enum UpstreamSignal {
 /// The client side of the session: relays the app's requests and request-scoped notifications to
 /// the client of the call they belong to (`relay.rs`), and reports the rest as module events.
 pub struct UpstreamHandler {
-    app_id: String,
-    relays: Arc<Relays>,
     notifier: Notifier,
     info: InitializeRequestParams,
 }
@@ -156,11 +155,11 @@ impl UpstreamHandler {
                 app_id: app_id.to_string(),
                 events,
                 signals,
-                relays: relays.clone(),
+                relays,
                 order: OrderGate::default(),
             }),
         };
-        UpstreamHandler { app_id: app_id.to_string(), relays, notifier, info }
+        UpstreamHandler { notifier, info }
     }
 
     pub fn notifier(&self) -> Notifier {
@@ -200,21 +199,7 @@ impl Service<RoleClient> for UpstreamHandler {
             Some(InboundStreamOrigin::OutboundRequest(id)) => Some(id.clone()),
             _ => None,
         };
-        let Some(call) = self.relays.for_request(&self.app_id, origin.as_ref()) else {
-            tracing::debug!(app = %self.app_id, "declining upstream request {method}: no client is waiting on this app");
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("'{method}' is unavailable: no client of the gateway is waiting on this app to answer it"),
-                None,
-            ));
-        };
-        tracing::debug!(app = %self.app_id, call = call.call_id, "relaying upstream request {method} to the caller");
-        let answer = tokio::select! {
-            answer = call.ask(&method, params) => answer?,
-            _ = context.ct.cancelled() => {
-                return Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("'{method}' was cancelled by the app"), None));
-            }
-        };
+        let answer = self.notifier.put_question(&method, params, origin.as_ref(), &context.ct).await?;
         client_result(&method, answer)
     }
 
@@ -234,6 +219,53 @@ impl Service<RoleClient> for UpstreamHandler {
 }
 
 impl Notifier {
+    /// Puts an app's question (a request of the app during a call: sampling, elicitation,
+    /// roots…) to the client of the call it belongs to (`origin`: the gateway's request it came
+    /// with, where the transport says), and returns that client's answer. `gone` fires when
+    /// the app stops asking.
+    pub async fn put_question(
+        &self,
+        method: &str,
+        params: Value,
+        origin: Option<&rmcp::model::RequestId>,
+        gone: &CancellationToken,
+    ) -> Result<Value, ErrorData> {
+        let app_id = &self.inner.app_id;
+        let Some(call) = self.inner.relays.for_request(app_id, origin) else {
+            tracing::debug!(app = %app_id, "declining upstream request {method}: no client is waiting on this app");
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("'{method}' is unavailable: no client of the gateway is waiting on this app to answer it"),
+                None,
+            ));
+        };
+        tracing::debug!(app = %app_id, call = call.call_id, "relaying upstream request {method} to the caller");
+        tokio::select! {
+            answer = call.ask(method, params) => answer,
+            _ = gone.cancelled() => {
+                Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("'{method}' was cancelled by the app"), None))
+            }
+        }
+    }
+
+    /// [`Self::put_question`] for the short way, which answers the app itself: the answer
+    /// checked as rmcp checks it (a result of the method's type), as JSON.
+    pub async fn answer_question(
+        &self,
+        method: &str,
+        params: Value,
+        origin: Option<&rmcp::model::RequestId>,
+        gone: &CancellationToken,
+    ) -> Result<Value, ErrorData> {
+        if method == "ping" {
+            return Ok(json!({}));
+        }
+        let answer = self.put_question(method, params, origin, gone).await?;
+        let typed = client_result(method, answer)?;
+        serde_json::to_value(&typed)
+            .map_err(|e| ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("the client's answer to '{method}' cannot be sent: {e}"), None))
+    }
+
     /// Handles one notification in its turn (the order the app sent it, `ordering.rs`). `seq` is
     /// its arrival number; its `_meta` and extensions were taken off it already, as rmcp does
     /// before it calls the handler (see [`Notifier::detach`]).
@@ -263,16 +295,20 @@ impl Notifier {
     /// Reports one notification: to the relayed call it belongs to, else to the host's
     /// subscribers; list changes also to the supervisor.
     fn notify(&self, notification: ServerNotification) {
-        let signal = match &notification {
-            ServerNotification::ToolListChangedNotification(_) => Some(UpstreamSignal::ToolsChanged),
-            ServerNotification::ResourceListChangedNotification(_) => Some(UpstreamSignal::ResourcesChanged),
-            ServerNotification::PromptListChangedNotification(_) => Some(UpstreamSignal::PromptsChanged),
+        self.deliver_message(notification_message(&notification));
+    }
+
+    /// [`Self::notify`] for a notification as the app sent it (the short way's).
+    pub fn deliver_message(&self, message: Value) {
+        let signal = match message.get("method").and_then(Value::as_str) {
+            Some("notifications/tools/list_changed") => Some(UpstreamSignal::ToolsChanged),
+            Some("notifications/resources/list_changed") => Some(UpstreamSignal::ResourcesChanged),
+            Some("notifications/prompts/list_changed") => Some(UpstreamSignal::PromptsChanged),
             _ => None,
         };
         if let Some(signal) = signal {
             self.signal(signal);
         }
-        let message = notification_message(&notification);
         let app_id = &self.inner.app_id;
         if !self.inner.relays.route_notification(app_id, &message) {
             self.inner.events.upstream_notification(app_id, message);
@@ -297,16 +333,23 @@ pub struct Session {
     /// to forget it) — so the service lives behind a lock while requests use the peer.
     service: parking_lot::Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
     pub request_timeout: Duration,
+    /// The short way of tool calls to an HTTP app of an initialize-era revision (`http_relay.rs`).
+    http_relay: Option<HttpRelay>,
 }
 
 impl Session {
-    pub fn new(service: RunningService<RoleClient, UpstreamHandler>, request_timeout: Duration) -> Session {
-        Session {
+    /// A session rmcp opened; `http_relay`, the short way of an HTTP app's session (taken only
+    /// for a session of an initialize-era revision).
+    pub fn new(service: RunningService<RoleClient, UpstreamHandler>, request_timeout: Duration, http_relay: Option<HttpRelay>) -> Session {
+        let mut session = Session {
             peer: service.peer().clone(),
             notifier: service.service().notifier(),
             service: parking_lot::Mutex::new(Some(service)),
             request_timeout,
-        }
+            http_relay: None,
+        };
+        session.http_relay = http_relay.filter(|_| !session.is_subscription_era());
+        session
     }
 
     /// Where this session's notifications go (also those of its `subscriptions/listen` streams).
@@ -350,8 +393,17 @@ impl Session {
         cancel: Option<&CancellationToken>,
         relay: Option<&CallRelay>,
     ) -> Result<Value, UpstreamError> {
-        let request = typed_request(method, params);
         let timeout = timeout.unwrap_or(self.request_timeout);
+        let never = CancellationToken::new();
+        let mut params = params;
+        if let (Some(short), "tools/call") = (&self.http_relay, method) {
+            let call = CallContext { notifier: &self.notifier, relay, cancel: cancel.unwrap_or(&never), timeout };
+            match short.tools_call(params, call).await {
+                Relayed::Done(result) => return result,
+                Relayed::NotTaken(given_back) => params = given_back,
+            }
+        }
+        let request = typed_request(method, params);
         let options = PeerRequestOptions::with_timeout(timeout);
         let peer = &self.peer;
         let handle = peer
@@ -362,7 +414,6 @@ impl Session {
             relay.sent(handle.id.clone(), handle.progress_token.clone());
         }
         let request_id = handle.id.clone();
-        let never = CancellationToken::new();
         let cancel = cancel.unwrap_or(&never);
         let result = tokio::select! {
             r = handle.await_response() => r.map_err(|e| UpstreamError::from_service(e, timeout))?,
@@ -507,7 +558,7 @@ pub async fn connect_http(
     headers: &std::collections::BTreeMap<String, String>,
     handler: UpstreamHandler,
     lifecycle: ClientLifecycleMode,
-) -> Result<RunningService<RoleClient, UpstreamHandler>, UpstreamError> {
+) -> Result<(RunningService<RoleClient, UpstreamHandler>, Option<HttpRelay>), UpstreamError> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
         let name = http::HeaderName::from_bytes(name.as_bytes())
@@ -521,11 +572,15 @@ pub async fn connect_http(
         .max_json_response_size(MAX_JSON_RESPONSE_BYTES)
         .max_sse_event_size(MAX_JSON_RESPONSE_BYTES)
         .reinit_on_expired_session(true);
-    let transport = StreamableHttpClientTransport::with_client(upstream_http_client()?, config);
-    handler
-        .serve_with_lifecycle(Sequenced::new(transport), lifecycle)
-        .await
-        .map_err(|e| UpstreamError::Connect(format!("MCP handshake with {url} failed: {}", handshake_failure(&e))))
+    let client = upstream_http_client()?;
+    let short = HttpRelay::new(url, client.clone(), MAX_JSON_RESPONSE_BYTES);
+    let service = match &short {
+        Some(short) => handler.serve_with_lifecycle(Sequenced::new(StreamableHttpClientTransport::with_client(short.client_for_rmcp(), config)), lifecycle).await,
+        None => handler.serve_with_lifecycle(Sequenced::new(StreamableHttpClientTransport::with_client(client, config)), lifecycle).await,
+    };
+    let service =
+        service.map_err(|e| UpstreamError::Connect(format!("MCP handshake with {url} failed: {}", handshake_failure(&e))))?;
+    Ok((service, short))
 }
 
 /// The HTTP client of one app's session. rmcp's default client turns connection pooling off (to

@@ -1,0 +1,494 @@
+//! The short way of a tool call to an HTTP app (issue 15): the request's JSON goes to the app on
+//! the session's own pooled connection, and its answer comes back as JSON, without rmcp's client
+//! in between (its service loop and transport worker are two tasks a call hops through, and every
+//! message is parsed into rmcp's types and written out again: measured, more than a third of the
+//! gateway's CPU per proxied call).
+//!
+//! It speaks for the session rmcp opened: [`RecordingClient`], the HTTP client rmcp's transport
+//! uses, notes the session id and the headers rmcp sends on it (the negotiated protocol version,
+//! the manifest's headers), and a `tools/call` goes out with the same. Everything rmcp would do
+//! for the call is done here too, in the same way, so that callers cannot tell the ways apart:
+//! the app's notifications during the call reach the call's client or the host (as
+//! [`super::upstream::Notifier`] does for rmcp's), its questions are put to the call's client
+//! and answered on the session (as [`super::upstream::UpstreamHandler`] does), a cancel or a
+//! timeout tells the app (`notifications/cancelled`).
+//!
+//! It takes only what it can serve exactly as rmcp would: sessions of an initialize-era revision
+//! (a 2026-07-28 request needs rmcp's per-request headers and envelope) with a session id, and
+//! nothing when the app has forgotten the session (HTTP 404): rmcp then re-initialises it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use http::{HeaderMap, HeaderName, HeaderValue};
+use parking_lot::RwLock;
+use rmcp::model::{ClientJsonRpcMessage, NumberOrString, ProgressToken, RequestId};
+use rmcp::transport::common::client_side_sse::BoxedSseResponse;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
+};
+use serde_json::{json, Value};
+
+use crate::upstream::relay::CallRelay;
+use crate::upstream::upstream::{Notifier, UpstreamError};
+
+/// The headers rmcp adds per message (SEP-2243); the rest of what it sends is the session's.
+fn is_per_message(name: &HeaderName) -> bool {
+    let name = name.as_str();
+    name.eq_ignore_ascii_case("mcp-method") || name.eq_ignore_ascii_case("mcp-name") || name.starts_with("mcp-param-")
+}
+
+/// What rmcp sends on the session: its id and its headers.
+struct Seen {
+    session_id: Arc<str>,
+    headers: HeaderMap,
+}
+
+/// rmcp's HTTP client for an app's session, noting the session it speaks on (see the module
+/// docs). Everything else is reqwest's, as rmcp would use it.
+#[derive(Clone)]
+pub struct RecordingClient {
+    inner: reqwest::Client,
+    seen: Arc<RwLock<Option<Seen>>>,
+}
+
+impl RecordingClient {
+    fn record(&self, session_id: Option<&Arc<str>>, headers: &HashMap<HeaderName, HeaderValue>) {
+        let Some(id) = session_id else { return };
+        if self.seen.read().as_ref().is_some_and(|seen| seen.session_id == *id) {
+            return;
+        }
+        let headers = headers.iter().filter(|(name, _)| !is_per_message(name)).map(|(n, v)| (n.clone(), v.clone())).collect();
+        *self.seen.write() = Some(Seen { session_id: id.clone(), headers });
+    }
+}
+
+impl StreamableHttpClient for RecordingClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.record(session_id.as_ref(), &custom_headers);
+        self.inner.post_message(uri, message, session_id, auth_header, custom_headers).await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.record(session_id.as_ref(), &custom_headers);
+        self.inner
+            .post_message_with_max_sse_event_size(uri, message, session_id, auth_header, custom_headers, max_sse_event_size)
+            .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.record(session_id.as_ref(), &custom_headers);
+        self.inner.post_message_with_response_limits(uri, message, session_id, auth_header, custom_headers, limits).await
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        // The session ends: the short way stops speaking for it.
+        if self.seen.read().as_ref().is_some_and(|seen| seen.session_id == session_id) {
+            *self.seen.write() = None;
+        }
+        self.inner.delete_session(uri, session_id, auth_header, custom_headers).await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxedSseResponse, StreamableHttpError<Self::Error>> {
+        self.inner.get_stream(uri, session_id, last_event_id, auth_header, custom_headers).await
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<BoxedSseResponse, StreamableHttpError<Self::Error>> {
+        self.inner
+            .get_stream_with_max_sse_event_size(uri, session_id, last_event_id, auth_header, custom_headers, max_sse_event_size)
+            .await
+    }
+}
+
+/// The short way to one app (see the module docs).
+pub struct HttpRelay {
+    url: reqwest::Url,
+    client: reqwest::Client,
+    seen: Arc<RwLock<Option<Seen>>>,
+    /// Ids of the short way's requests are strings (`gw-1`, …), so they never meet rmcp's numbers
+    /// on the same session.
+    next_id: AtomicU64,
+    max_message_bytes: usize,
+}
+
+/// What the short way did with a call.
+pub enum Relayed {
+    /// The call's outcome, exactly as rmcp's way would have had it.
+    Done(Result<Value, UpstreamError>),
+    /// Not taken (no session to speak for, or the app forgot it): rmcp's way serves it, and
+    /// nothing of it reached the app. The params, given back.
+    NotTaken(Option<Value>),
+}
+
+/// The session's end of a call: where its notifications and questions go, and how a cancel is
+/// told to the app.
+pub struct CallContext<'a> {
+    pub notifier: &'a Notifier,
+    pub relay: Option<&'a CallRelay>,
+    pub cancel: &'a tokio_util::sync::CancellationToken,
+    pub timeout: Duration,
+}
+
+impl HttpRelay {
+    /// A short way for the session whose HTTP client is [`Self::client_for_rmcp`]'s.
+    pub fn new(url: &str, client: reqwest::Client, max_message_bytes: usize) -> Option<HttpRelay> {
+        let url = reqwest::Url::parse(url).ok()?;
+        Some(HttpRelay { url, client, seen: Arc::default(), next_id: AtomicU64::new(1), max_message_bytes })
+    }
+
+    /// The client rmcp's transport is given: the same connection pool, noting the session.
+    pub fn client_for_rmcp(&self) -> RecordingClient {
+        RecordingClient { inner: self.client.clone(), seen: self.seen.clone() }
+    }
+
+    /// Sends one `tools/call` with `params` (see the module docs for what is taken).
+    pub async fn tools_call(&self, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+        let Some((session_id, headers)) = self.seen.read().as_ref().map(|s| (s.session_id.clone(), s.headers.clone())) else {
+            return Relayed::NotTaken(params);
+        };
+        let id = format!("gw-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let mut params = params.unwrap_or_else(|| json!({}));
+        if let (Some(relay), Value::Object(map)) = (call.relay, &mut params) {
+            // As rmcp does: the request carries a progress token of the gateway's, which the relay
+            // maps back to the caller's.
+            let meta = map.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(meta) = meta {
+                meta.insert("progressToken".into(), Value::String(id.clone()));
+            }
+            let request_id = RequestId::String(id.as_str().into());
+            relay.sent(request_id, ProgressToken(NumberOrString::String(id.as_str().into())));
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+        let exchange = self.exchange(&session_id, &headers, &id, &body, &call);
+        let outcome = tokio::select! {
+            outcome = tokio::time::timeout(call.timeout, exchange) => match outcome {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    self.tell_cancelled(&session_id, &headers, &id, "the gateway's request timed out").await;
+                    return Relayed::Done(Err(UpstreamError::Timeout(call.timeout)));
+                }
+            },
+            _ = call.cancel.cancelled() => {
+                self.tell_cancelled(&session_id, &headers, &id, "cancelled by the client of the gateway").await;
+                return Relayed::Done(Err(UpstreamError::Cancelled));
+            }
+        };
+        match outcome {
+            Exchange::Answer(answer) => Relayed::Done(answer),
+            Exchange::SessionGone => {
+                // The app forgot the session: rmcp's way re-initialises it, and this way waits
+                // for the new one.
+                let mut seen = self.seen.write();
+                if seen.as_ref().is_some_and(|s| s.session_id == session_id) {
+                    *seen = None;
+                }
+                let mut body = body;
+                Relayed::NotTaken(body.get_mut("params").map(Value::take))
+            }
+        }
+    }
+
+    fn post(&self, session_id: &str, headers: &HeaderMap, body: &Value) -> reqwest::RequestBuilder {
+        self.client
+            .post(self.url.clone())
+            .headers(headers.clone())
+            .header(http::header::ACCEPT, "text/event-stream, application/json")
+            .header("mcp-session-id", session_id)
+            .json(body)
+    }
+
+    /// The request and its answer, with whatever the app sends for it meanwhile.
+    async fn exchange(&self, session_id: &str, headers: &HeaderMap, id: &str, body: &Value, call: &CallContext<'_>) -> Exchange {
+        let failed = |e: String| Exchange::Answer(Err(UpstreamError::Transport(e)));
+        let response = match self.post(session_id, headers, body).send().await {
+            Ok(r) => r,
+            Err(e) => return failed(format!("cannot send the request: {e}")),
+        };
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            return Exchange::SessionGone;
+        }
+        if !status.is_success() {
+            return failed(format!("the app answered HTTP {status}"));
+        }
+        let content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        if content_type.starts_with("application/json") {
+            let bytes = match read_bounded(response, self.max_message_bytes).await {
+                Ok(b) => b,
+                Err(e) => return failed(e),
+            };
+            let message: Value = match serde_json::from_slice(&bytes) {
+                Ok(m) => m,
+                Err(e) => return failed(format!("the app's answer is not JSON: {e}")),
+            };
+            return match self.take(message, id, session_id, headers, call).await {
+                Some(answer) => Exchange::Answer(answer),
+                None => failed("the app's JSON answer was not the response to the request".into()),
+            };
+        }
+        if !content_type.starts_with("text/event-stream") {
+            return failed(format!("the app answered with content type '{content_type}'"));
+        }
+        let mut events = SseReader::new(response.bytes_stream(), self.max_message_bytes);
+        loop {
+            match events.next_data().await {
+                Ok(Some(data)) => {
+                    let Ok(message) = serde_json::from_str::<Value>(&data) else {
+                        tracing::debug!("skipping an event of the app's stream that is not JSON");
+                        continue;
+                    };
+                    if let Some(answer) = self.take(message, id, session_id, headers, call).await {
+                        return Exchange::Answer(answer);
+                    }
+                }
+                Ok(None) => return failed("the app's response stream ended without the response".into()),
+                Err(e) => return failed(e),
+            }
+        }
+    }
+
+    /// Handles one message of the app's answer: the response (returned), a notification, or a
+    /// question for the call's client.
+    async fn take(
+        &self,
+        message: Value,
+        id: &str,
+        session_id: &str,
+        headers: &HeaderMap,
+        call: &CallContext<'_>,
+    ) -> Option<Result<Value, UpstreamError>> {
+        let is_ours = message.get("id").and_then(Value::as_str) == Some(id);
+        if is_ours && message.get("method").is_none() {
+            let mut message = message;
+            if let Some(result) = message.get_mut("result") {
+                return Some(Ok(result.take()));
+            }
+            let error = message.get("error").cloned().unwrap_or(Value::Null);
+            return Some(Err(UpstreamError::Remote {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0) as i32,
+                message: error.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
+                data: error.get("data").cloned(),
+            }));
+        }
+        let method = message.get("method").and_then(Value::as_str).map(str::to_string)?;
+        match message.get("id").cloned() {
+            None => call.notifier.deliver_message(message),
+            Some(request_id) => {
+                let params = message.get("params").cloned().unwrap_or_else(|| json!({}));
+                let origin = RequestId::String(id.into());
+                let reply = match call.notifier.answer_question(&method, params, Some(&origin), call.cancel).await {
+                    Ok(result) => json!({ "jsonrpc": "2.0", "id": request_id, "result": result }),
+                    Err(error) => json!({ "jsonrpc": "2.0", "id": request_id, "error": error }),
+                };
+                if let Err(e) = self.post(session_id, headers, &reply).send().await {
+                    tracing::debug!("could not answer the app's {method}: {e}");
+                }
+            }
+        }
+        None
+    }
+
+    /// Tells the app a request of the short way is cancelled (as rmcp tells it of its own).
+    async fn tell_cancelled(&self, session_id: &str, headers: &HeaderMap, id: &str, reason: &str) {
+        let notification = json!({
+            "jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": { "requestId": id, "reason": reason },
+        });
+        let sent = tokio::time::timeout(Duration::from_secs(5), self.post(session_id, headers, &notification).send()).await;
+        if !matches!(sent, Ok(Ok(_))) {
+            tracing::debug!("could not tell the app about a cancelled tools/call");
+        }
+    }
+}
+
+enum Exchange {
+    Answer(Result<Value, UpstreamError>),
+    SessionGone,
+}
+
+async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| format!("reading the app's answer failed: {e}"))?;
+        if body.len() + chunk.len() > max {
+            return Err(format!("the app's answer is larger than {max} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The `data` of each event of a server-sent event stream, one event at a time, none larger
+/// than the message cap.
+struct SseReader<S> {
+    stream: S,
+    buffer: Vec<u8>,
+    max: usize,
+}
+
+impl<S, B, E> SseReader<S>
+where
+    S: futures::Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    fn new(stream: S, max: usize) -> Self {
+        SseReader { stream, buffer: Vec::new(), max }
+    }
+
+    /// The next event that has data; `None` at the stream's end.
+    async fn next_data(&mut self) -> Result<Option<String>, String> {
+        loop {
+            while let Some((end, skip)) = event_end(&self.buffer) {
+                let event: Vec<u8> = self.buffer.drain(..end + skip).take(end).collect();
+                if let Some(data) = event_data(&event) {
+                    return Ok(Some(data));
+                }
+            }
+            if self.buffer.len() > self.max {
+                return Err(format!("an event of the app's stream is larger than {} bytes", self.max));
+            }
+            match self.stream.next().await {
+                Some(Ok(chunk)) => self.buffer.extend_from_slice(chunk.as_ref()),
+                Some(Err(e)) => return Err(format!("the app's response stream failed: {e}")),
+                None => {
+                    let rest = std::mem::take(&mut self.buffer);
+                    return Ok(event_data(&rest));
+                }
+            }
+        }
+    }
+}
+
+/// Where the first event in `buffer` ends (a blank line: `\n\n` or `\r\n\r\n`), and the length
+/// of the separator.
+fn event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
+    let crlf = buffer.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, 4));
+    match (lf, crlf) {
+        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The joined `data:` lines of one event, if it has any.
+fn event_data(event: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(event);
+    let mut data: Option<String> = None;
+    for line in text.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let value = match line.strip_prefix("data") {
+            Some("") => "",
+            Some(rest) => match rest.strip_prefix(':') {
+                Some(v) => v.strip_prefix(' ').unwrap_or(v),
+                None => continue,
+            },
+            None => continue,
+        };
+        match &mut data {
+            Some(d) => {
+                d.push('\n');
+                d.push_str(value);
+            }
+            None => data = Some(value.to_string()),
+        }
+    }
+    data.filter(|d| !d.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(chunks: Vec<&'static str>, max: usize) -> Result<Vec<String>, String> {
+        let stream = futures::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(c.as_bytes().to_vec())));
+        let mut reader = SseReader::new(Box::pin(stream), max);
+        futures::executor::block_on(async {
+            let mut out = Vec::new();
+            while let Some(data) = reader.next_data().await? {
+                out.push(data);
+            }
+            Ok(out)
+        })
+    }
+
+    #[test]
+    fn events_are_read_across_chunks_with_either_line_ending() {
+        let events = read_all(vec!["id: 1\ndata: {\"a\"", ":1}\n\n: comment\n\nevent: message\r\ndata: x\r\ndata:y\r\n\r\n", "data: last"], 1024);
+        assert_eq!(events.unwrap(), ["{\"a\":1}", "x\ny", "last"]);
+    }
+
+    #[test]
+    fn a_priming_event_without_data_is_skipped() {
+        assert_eq!(read_all(vec!["id: 0\nretry: 100\n\ndata: {}\n\n"], 1024).unwrap(), ["{}"]);
+    }
+
+    #[test]
+    fn an_event_over_the_cap_is_an_error() {
+        let err = read_all(vec!["data: ", "0123456789", "0123456789"], 16).unwrap_err();
+        assert!(err.contains("larger than 16 bytes"), "{err}");
+    }
+
+    #[test]
+    fn per_message_headers_are_not_the_sessions() {
+        assert!(is_per_message(&HeaderName::from_static("mcp-method")));
+        assert!(is_per_message(&HeaderName::from_static("mcp-param-region")));
+        assert!(!is_per_message(&HeaderName::from_static("mcp-protocol-version")));
+        assert!(!is_per_message(&HeaderName::from_static("authorization")));
+    }
+}
