@@ -438,3 +438,44 @@ fn default_configuration_runs_grocery_inventory() {
     assert!(connected, "grocery-inventory did not connect:\n{}", seen.join("\n"));
     assert!(status.success());
 }
+
+/// A tool call to an HTTP app of an initialize-era revision goes the short way
+/// (`upstream/http_relay.rs`): on the session rmcp opened, with the headers rmcp sends on it, under
+/// a request id of its own (a string, so it never meets rmcp's numbers). One of the 2026-07-28
+/// revision still goes through rmcp, which adds that revision's per-request headers.
+#[test]
+fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
+    let m = TestModule::new(json!({}));
+    m.add_app("old", &http_app("old", &[]));
+    let mut modern = http_app("new", &[]);
+    modern["protocolVersion"] = json!("2026-07-28");
+    m.add_app("new", &modern);
+    m.reload();
+    for id in ["old", "new"] {
+        assert!(m.wait_state(id, "running", SECS(20)), "{id}: {}", m.app(id).last_error);
+    }
+    let info = |app: &str| -> Value {
+        let outcome = m.call(app, "client_info", "{}");
+        assert!(!outcome.is_error, "{app}: {}", outcome.text);
+        serde_json::from_str(outcome.structured_content_json.as_str()).unwrap()
+    };
+    let first = info("old");
+    let id = first["requestId"].as_str().unwrap_or_else(|| panic!("not the short way's id: {first}"));
+    assert!(id.starts_with("gw-"), "{first}");
+    let headers = &first["headers"];
+    assert!(headers["mcp-session-id"].as_str().is_some_and(|s| !s.is_empty()), "rmcp's session: {headers}");
+    assert_eq!(headers["mcp-protocol-version"], first["protocolVersion"], "the negotiated revision: {headers}");
+    assert!(headers["accept"].as_str().is_some_and(|a| a.contains("text/event-stream") && a.contains("application/json")), "{headers}");
+    let second = info("old");
+    assert_ne!(second["requestId"], first["requestId"], "each call its own id");
+    assert_eq!(second["headers"]["mcp-session-id"], headers["mcp-session-id"], "one session");
+    // What rmcp's way would have answered, seen by the caller: the tool's own results and errors.
+    let echo = m.call("old", "echo", r#"{"text":"short"}"#);
+    assert!(!echo.is_error && echo.text.as_str().contains("echo: short"), "{}", echo.text);
+    let failed = m.call("old", "fail", r#"{"message":"boom"}"#);
+    assert!(failed.is_error && failed.text.as_str().contains("boom"), "{}", failed.text);
+
+    let modern = info("new");
+    assert!(modern["requestId"].is_number(), "rmcp's way for a 2026-07-28 session: {modern}");
+    assert_eq!(modern["headers"]["mcp-method"], "tools/call", "{modern}");
+}

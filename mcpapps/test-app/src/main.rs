@@ -297,7 +297,7 @@ impl TestApp {
             Tool::new("echo_meta", "Return the request's _meta as JSON.", no_args()),
             Tool::new(
                 "client_info",
-                "Report what the connected client declared (protocol version, capabilities, client info) and, over HTTP, the request headers.",
+                "Report what the connected client declared (protocol version, capabilities, client info), the request's id and, over HTTP, its headers.",
                 no_args(),
             ),
             Tool::new(
@@ -635,6 +635,7 @@ impl ServerHandler for TestApp {
                     "capabilities": context.client_capabilities(),
                     "clientInfo": context.client_info(),
                     "headers": headers,
+                    "requestId": context.id,
                 });
                 structured_result(value.to_string(), value)
             }
