@@ -375,7 +375,8 @@ fn http_app_that_stops_answering_fails_and_is_reconnected_when_back() {
     assert_eq!(m.state("ext"), "running", "{}", m.app("ext").last_error);
 
     // The server restarts quickly (between health pings): the next call re-initializes the
-    // forgotten session transparently instead of failing.
+    // forgotten session transparently instead of failing (the short way, answered 404, hands
+    // the call to rmcp's, which re-initializes).
     server.kill().unwrap();
     server.wait().unwrap();
     let mut server = external_http_app(port, &pid_file);
