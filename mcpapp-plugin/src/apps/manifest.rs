@@ -607,23 +607,25 @@ impl ParsedManifest {
 }
 
 /// Reads a manifest file as text, refusing huge or non-UTF-8 files with a clear message.
-/// One `open`, one `fstat` and the reads (discovery reads thousands of these).
+/// One `open` and the reads, typically two (discovery reads thousands of these: a `stat` for
+/// the size first was a tenth of its system calls); the size is asked only of a file that
+/// turns out too large, for the message.
 pub fn read_manifest_text(path: &Path) -> Result<String, ManifestReadError> {
     use std::io::Read as _;
     let io = |e: std::io::Error| ManifestReadError::Io(e.to_string());
-    let file = std::fs::File::open(path).map_err(io)?;
-    let size = file.metadata().map_err(io)?.len();
-    if size > MAX_MANIFEST_BYTES {
-        return Err(ManifestReadError::TooLarge { size, limit: MAX_MANIFEST_BYTES });
-    }
+    let mut file = std::fs::File::open(path).map_err(io)?;
     // Never more than the limit, even if the file grows meanwhile.
-    let mut bytes = Vec::with_capacity(size as usize + 1);
-    file.take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    let mut bytes = Vec::with_capacity(MANIFEST_READ_START);
+    (&mut file).take(MAX_MANIFEST_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
     if bytes.len() as u64 > MAX_MANIFEST_BYTES {
-        return Err(ManifestReadError::TooLarge { size: bytes.len() as u64, limit: MAX_MANIFEST_BYTES });
+        let size = file.metadata().map_or(0, |m| m.len()).max(bytes.len() as u64);
+        return Err(ManifestReadError::TooLarge { size, limit: MAX_MANIFEST_BYTES });
     }
     String::from_utf8(bytes).map_err(|_| ManifestReadError::NotUtf8)
 }
+
+/// The buffer a manifest is first read into: manifests are typically well under a KiB.
+const MANIFEST_READ_START: usize = 4096;
 
 // ---------------------------------------------------------------------------------------------
 // Field reading with type errors
@@ -1428,6 +1430,13 @@ mod tests {
         assert_eq!(missing.errors[0].field, "(file)");
         std::fs::write(&path, vec![b' '; (MAX_MANIFEST_BYTES + 1) as usize]).unwrap();
         assert!(Manifest::load(&path).unwrap_err().errors[0].message.contains("limit"));
+        // The message names the file's whole size, not where reading stopped.
+        std::fs::write(&path, vec![b' '; 3 * MAX_MANIFEST_BYTES as usize]).unwrap();
+        let message = &Manifest::load(&path).unwrap_err().errors[0].message;
+        assert!(message.contains(&format!("{} bytes", 3 * MAX_MANIFEST_BYTES)), "{message}");
+        // Exactly at the limit is allowed (the JSON is then what is wrong with it).
+        std::fs::write(&path, vec![b' '; MAX_MANIFEST_BYTES as usize]).unwrap();
+        assert!(!Manifest::load(&path).unwrap_err().errors[0].message.contains("limit"));
         std::fs::write(&path, [0xff, 0xfe, b'{']).unwrap();
         assert!(Manifest::load(&path).unwrap_err().errors[0].message.contains("UTF-8"));
     }

@@ -283,7 +283,8 @@ impl HttpRelay {
         if !content_type.starts_with("text/event-stream") {
             return failed(format!("the app answered with content type '{content_type}'"));
         }
-        let mut events = SseReader::new(response.bytes_stream(), self.max_message_bytes);
+        let mut events = SseReader::new(response.bytes_stream().boxed(), self.max_message_bytes);
+        let mut resumed = 0;
         loop {
             match events.next_data().await {
                 Ok(Some(data)) => {
@@ -295,10 +296,39 @@ impl HttpRelay {
                         return Exchange::Answer(answer);
                     }
                 }
-                Ok(None) => return failed("the app's response stream ended without the response".into()),
+                // A stream the app ends before the response, with event ids, is to be resumed
+                // (GET with Last-Event-ID), as rmcp's client does.
+                Ok(None) => match (events.last_id.take(), resumed < MAX_RESUMES) {
+                    (Some(last_id), true) => {
+                        resumed += 1;
+                        match self.resume(session_id, headers, &last_id).await {
+                            Ok(stream) => events = SseReader::new(stream, self.max_message_bytes),
+                            Err(e) => return failed(format!("the app's response stream ended without the response ({e})")),
+                        }
+                    }
+                    _ => return failed("the app's response stream ended without the response".into()),
+                },
                 Err(e) => return failed(e),
             }
         }
+    }
+
+    /// Re-opens an ended response stream after its event `last_id`.
+    async fn resume(&self, session_id: &str, headers: &HeaderMap, last_id: &str) -> Result<BodyStream, String> {
+        let response = self
+            .client
+            .get(self.url.clone())
+            .headers(headers.clone())
+            .header(http::header::ACCEPT, "text/event-stream")
+            .header("mcp-session-id", session_id)
+            .header("last-event-id", last_id)
+            .send()
+            .await
+            .map_err(|e| format!("resuming it failed: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("resuming it was answered HTTP {}", response.status()));
+        }
+        Ok(response.bytes_stream().boxed())
     }
 
     /// Handles one message of the app's answer: the response (returned), a notification, or a
@@ -355,6 +385,11 @@ impl HttpRelay {
     }
 }
 
+/// How often one response stream is resumed at most.
+const MAX_RESUMES: usize = 5;
+
+type BodyStream = futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>;
+
 enum Exchange {
     Answer(Result<Value, UpstreamError>),
     SessionGone,
@@ -379,6 +414,8 @@ struct SseReader<S> {
     stream: S,
     buffer: Vec<u8>,
     max: usize,
+    /// The id of the last event that had one (to resume the stream after).
+    last_id: Option<String>,
 }
 
 impl<S, B, E> SseReader<S>
@@ -388,7 +425,7 @@ where
     E: std::fmt::Display,
 {
     fn new(stream: S, max: usize) -> Self {
-        SseReader { stream, buffer: Vec::new(), max }
+        SseReader { stream, buffer: Vec::new(), max, last_id: None }
     }
 
     /// The next event that has data; `None` at the stream's end.
@@ -396,7 +433,11 @@ where
         loop {
             while let Some((end, skip)) = event_end(&self.buffer) {
                 let event: Vec<u8> = self.buffer.drain(..end + skip).take(end).collect();
-                if let Some(data) = event_data(&event) {
+                let (id, data) = parse_event(&event);
+                if id.is_some() {
+                    self.last_id = id;
+                }
+                if let Some(data) = data {
                     return Ok(Some(data));
                 }
             }
@@ -408,7 +449,11 @@ where
                 Some(Err(e)) => return Err(format!("the app's response stream failed: {e}")),
                 None => {
                     let rest = std::mem::take(&mut self.buffer);
-                    return Ok(event_data(&rest));
+                    let (id, data) = parse_event(&rest);
+                    if id.is_some() {
+                        self.last_id = id;
+                    }
+                    return Ok(data);
                 }
             }
         }
@@ -426,29 +471,29 @@ fn event_end(buffer: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-/// The joined `data:` lines of one event, if it has any.
-fn event_data(event: &[u8]) -> Option<String> {
+/// One event's id and its joined `data:` lines, if it has them.
+fn parse_event(event: &[u8]) -> (Option<String>, Option<String>) {
     let text = String::from_utf8_lossy(event);
-    let mut data: Option<String> = None;
+    let (mut id, mut data): (Option<String>, Option<String>) = (None, None);
     for line in text.split('\n') {
         let line = line.strip_suffix('\r').unwrap_or(line);
-        let value = match line.strip_prefix("data") {
-            Some("") => "",
-            Some(rest) => match rest.strip_prefix(':') {
-                Some(v) => v.strip_prefix(' ').unwrap_or(v),
-                None => continue,
-            },
-            None => continue,
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line, ""),
         };
-        match &mut data {
-            Some(d) => {
-                d.push('\n');
-                d.push_str(value);
-            }
-            None => data = Some(value.to_string()),
+        match field {
+            "id" => id = Some(value.to_string()),
+            "data" => match &mut data {
+                Some(d) => {
+                    d.push('\n');
+                    d.push_str(value);
+                }
+                None => data = Some(value.to_string()),
+            },
+            _ => {}
         }
     }
-    data.filter(|d| !d.is_empty())
+    (id, data.filter(|d| !d.is_empty()))
 }
 
 #[cfg(test)]
@@ -476,6 +521,17 @@ mod tests {
     #[test]
     fn a_priming_event_without_data_is_skipped() {
         assert_eq!(read_all(vec!["id: 0\nretry: 100\n\ndata: {}\n\n"], 1024).unwrap(), ["{}"]);
+    }
+
+    #[test]
+    fn the_last_event_id_is_kept_for_resuming() {
+        let stream = futures::stream::iter(["id: a\ndata: 1\n\nid: b\nretry: 10\n\n: note\n\n"].map(|c| Ok::<_, std::io::Error>(c.as_bytes().to_vec())));
+        let mut reader = SseReader::new(Box::pin(stream), 1024);
+        futures::executor::block_on(async {
+            assert_eq!(reader.next_data().await.unwrap().as_deref(), Some("1"));
+            assert_eq!(reader.next_data().await.unwrap(), None);
+        });
+        assert_eq!(reader.last_id.as_deref(), Some("b"), "a priming event's id counts");
     }
 
     #[test]
