@@ -480,3 +480,57 @@ fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
     assert!(modern["requestId"].is_number(), "rmcp's way for a 2026-07-28 session: {modern}");
     assert_eq!(modern["headers"]["mcp-method"], "tools/call", "{modern}");
 }
+
+/// A tool call to a stdio app of an initialize-era revision goes the short way too
+/// (`upstream/stdio_relay.rs`): its line is written to the app's stdin under the short way's id
+/// and its answer taken off the app's stdout before rmcp reads it, while rmcp keeps the rest of
+/// the session (the listings, the app's notifications) on the same pipes. Many calls at once, the
+/// short way's and rmcp's mixed, each get their own answer; a 2026-07-28 session stays rmcp's.
+#[test]
+fn tool_calls_to_a_stdio_app_go_the_short_way_beside_rmcps_session() {
+    let m = TestModule::new(json!({}));
+    m.add_app("old", &stdio_app("old", &[]));
+    let mut modern = stdio_app("new", &[]);
+    modern["protocolVersion"] = json!("2026-07-28");
+    m.add_app("new", &modern);
+    m.reload();
+    for id in ["old", "new"] {
+        assert!(m.wait_state(id, "running", SECS(20)), "{id}: {}", m.app(id).last_error);
+    }
+    let info = |app: &str| -> Value {
+        let outcome = m.call(app, "client_info", "{}");
+        assert!(!outcome.is_error, "{app}: {}", outcome.text);
+        serde_json::from_str(outcome.structured_content_json.as_str()).unwrap()
+    };
+    let first = info("old");
+    let id = first["requestId"].as_str().unwrap_or_else(|| panic!("not the short way's id: {first}"));
+    assert!(id.starts_with("gw-"), "{first}");
+    assert_eq!(first["clientInfo"]["name"], "openclaw-gateway", "rmcp's session, initialised by the gateway: {first}");
+    assert_ne!(info("old")["requestId"], first["requestId"], "each call its own id");
+    let failed = m.call("old", "fail", r#"{"message":"boom"}"#);
+    assert!(failed.is_error && failed.text.as_str().contains("boom"), "{}", failed.text);
+
+    std::thread::scope(|s| {
+        let calls: Vec<_> = (0..32)
+            .map(|i| {
+                let m = &m;
+                s.spawn(move || {
+                    if i % 4 == 0 {
+                        // rmcp's own requests on the same pipes meanwhile.
+                        assert!(!raw_tools(m, "old").is_empty());
+                        return;
+                    }
+                    let text = format!("call {i} {}", "x".repeat(i * 1000));
+                    let echo = m.call("old", "echo", &json!({ "text": text }).to_string());
+                    assert!(!echo.is_error && echo.text.as_str().contains(&text), "call {i}: {}", &echo.text.as_str()[..80.min(echo.text.len())]);
+                })
+            })
+            .collect();
+        for call in calls {
+            call.join().unwrap();
+        }
+    });
+
+    let modern = info("new");
+    assert!(modern["requestId"].is_number(), "rmcp's way for a 2026-07-28 session: {modern}");
+}

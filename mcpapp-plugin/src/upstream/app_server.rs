@@ -30,6 +30,7 @@ use crate::apps::manifest::{Manifest, Transport};
 use crate::upstream::catalog::{self, Catalog};
 use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
+use crate::upstream::short_way::ShortWay;
 use crate::upstream::subscriptions::{Listener, SubscribeError, SubscribedUris};
 use crate::upstream::upstream::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
 
@@ -289,14 +290,14 @@ impl AppServer {
             )
         };
         let spawn_err = |e: crate::upstream::process::SpawnError| UpstreamError::Connect(e.to_string());
-        let (service, mut process, http_relay) = match manifest.transport {
+        let (service, mut process, short_way) = match manifest.transport {
             Transport::Stdio => {
                 let mut process = AppProcess::spawn(manifest, &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
-                let service = match upstream::connect_stdio(&mut process, handler(), lifecycle).await {
-                    Ok(service) => service,
+                let (service, short_way) = match upstream::connect_stdio(&mut process, handler(), lifecycle, &self.ctx.tasks).await {
+                    Ok(connected) => connected,
                     Err(e) => return Err(with_exit(Some(&mut process), e).await),
                 };
-                (service, Some(process), None)
+                (service, Some(process), Some(ShortWay::Stdio(short_way)))
             }
             Transport::Http => {
                 let url = manifest.url.clone().unwrap_or_default();
@@ -324,10 +325,10 @@ impl AppServer {
                         }
                     }
                 };
-                (service, process, http_relay)
+                (service, process, http_relay.map(ShortWay::Http))
             }
         };
-        let session = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds), http_relay);
+        let session = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds), short_way);
         let closing = CancellationToken::new();
         // Listening starts before enumeration, so a change right after it is heard.
         let listener = match session.is_subscription_era() {

@@ -1,21 +1,16 @@
-//! The short way of a tool call to an HTTP app (issue 15): the request's JSON goes to the app on
-//! the session's own pooled connection, and its answer comes back as JSON, without rmcp's client
-//! in between (its service loop and transport worker are two tasks a call hops through, and every
-//! message is parsed into rmcp's types and written out again: measured, more than a third of the
-//! gateway's CPU per proxied call).
+//! The short way of a tool call to an HTTP app (see [`super::short_way`]): the request's JSON
+//! goes to the app on the session's own pooled connection, and its answer comes back as JSON.
 //!
 //! It speaks for the session rmcp opened: [`RecordingClient`], the HTTP client rmcp's transport
 //! uses, notes the session id and the headers rmcp sends on it (the negotiated protocol version,
 //! the manifest's headers), and a `tools/call` goes out with the same. Everything rmcp would do
-//! for the call is done here too, in the same way, so that callers cannot tell the ways apart:
-//! the app's notifications during the call reach the call's client or the host (as
-//! [`super::upstream::Notifier`] does for rmcp's), its questions are put to the call's client
-//! and answered on the session (as [`super::upstream::UpstreamHandler`] does), a cancel or a
-//! timeout tells the app (`notifications/cancelled`).
+//! for the call is done here too, in the same way: the app's notifications during the call reach
+//! the call's client or the host (as [`super::upstream::Notifier`] does for rmcp's), its
+//! questions are put to the call's client and answered on the session (as
+//! [`super::upstream::UpstreamHandler`] does), a cancel or a timeout tells the app
+//! (`notifications/cancelled`).
 //!
-//! It takes only what it can serve exactly as rmcp would: sessions of an initialize-era revision
-//! (a 2026-07-28 request needs rmcp's per-request headers and envelope) with a session id, and
-//! nothing when the app has forgotten the session (HTTP 404): rmcp then re-initialises it.
+//! It takes nothing when the app has forgotten the session (HTTP 404): rmcp then re-initialises it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,15 +20,15 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use parking_lot::RwLock;
-use rmcp::model::{ClientJsonRpcMessage, NumberOrString, ProgressToken, RequestId};
+use rmcp::model::{ClientJsonRpcMessage, RequestId};
 use rmcp::transport::common::client_side_sse::BoxedSseResponse;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use serde_json::{json, Value};
 
-use crate::upstream::relay::CallRelay;
-use crate::upstream::upstream::{Notifier, UpstreamError};
+use crate::upstream::short_way::{cancelled_notification, is_response_to, response_outcome, tools_call_request, CallContext, Relayed};
+use crate::upstream::upstream::UpstreamError;
 
 /// The headers rmcp adds per message (SEP-2243); the rest of what it sends is the session's.
 fn is_per_message(name: &HeaderName) -> bool {
@@ -160,24 +155,6 @@ pub struct HttpRelay {
     max_message_bytes: usize,
 }
 
-/// What the short way did with a call.
-pub enum Relayed {
-    /// The call's outcome, exactly as rmcp's way would have had it.
-    Done(Result<Value, UpstreamError>),
-    /// Not taken (no session to speak for, or the app forgot it): rmcp's way serves it, and
-    /// nothing of it reached the app. The params, given back.
-    NotTaken(Option<Value>),
-}
-
-/// The session's end of a call: where its notifications and questions go, and how a cancel is
-/// told to the app.
-pub struct CallContext<'a> {
-    pub notifier: &'a Notifier,
-    pub relay: Option<&'a CallRelay>,
-    pub cancel: &'a tokio_util::sync::CancellationToken,
-    pub timeout: Duration,
-}
-
 impl HttpRelay {
     /// A short way for the session whose HTTP client is [`Self::client_for_rmcp`]'s.
     pub fn new(url: &str, client: reqwest::Client, max_message_bytes: usize) -> Option<HttpRelay> {
@@ -196,18 +173,7 @@ impl HttpRelay {
             return Relayed::NotTaken(params);
         };
         let id = format!("gw-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let mut params = params.unwrap_or_else(|| json!({}));
-        if let (Some(relay), Value::Object(map)) = (call.relay, &mut params) {
-            // As rmcp does: the request carries a progress token of the gateway's, which the relay
-            // maps back to the caller's.
-            let meta = map.entry("_meta").or_insert_with(|| json!({}));
-            if let Value::Object(meta) = meta {
-                meta.insert("progressToken".into(), Value::String(id.clone()));
-            }
-            let request_id = RequestId::String(id.as_str().into());
-            relay.sent(request_id, ProgressToken(NumberOrString::String(id.as_str().into())));
-        }
-        let body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params });
+        let body = tools_call_request(&id, params, call.relay);
         let exchange = self.exchange(&session_id, &headers, &id, &body, &call);
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(call.timeout, exchange) => match outcome {
@@ -341,18 +307,8 @@ impl HttpRelay {
         headers: &HeaderMap,
         call: &CallContext<'_>,
     ) -> Option<Result<Value, UpstreamError>> {
-        let is_ours = message.get("id").and_then(Value::as_str) == Some(id);
-        if is_ours && message.get("method").is_none() {
-            let mut message = message;
-            if let Some(result) = message.get_mut("result") {
-                return Some(Ok(result.take()));
-            }
-            let error = message.get("error").cloned().unwrap_or(Value::Null);
-            return Some(Err(UpstreamError::Remote {
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(0) as i32,
-                message: error.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
-                data: error.get("data").cloned(),
-            }));
+        if is_response_to(&message, id) {
+            return Some(response_outcome(message));
         }
         let method = message.get("method").and_then(Value::as_str).map(str::to_string)?;
         match message.get("id").cloned() {
@@ -374,10 +330,7 @@ impl HttpRelay {
 
     /// Tells the app a request of the short way is cancelled (as rmcp tells it of its own).
     async fn tell_cancelled(&self, session_id: &str, headers: &HeaderMap, id: &str, reason: &str) {
-        let notification = json!({
-            "jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": { "requestId": id, "reason": reason },
-        });
+        let notification = cancelled_notification(id, reason);
         let sent = tokio::time::timeout(Duration::from_secs(5), self.post(session_id, headers, &notification).send()).await;
         if !matches!(sent, Ok(Ok(_))) {
             tracing::debug!("could not tell the app about a cancelled tools/call");

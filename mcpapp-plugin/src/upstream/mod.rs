@@ -1,7 +1,8 @@
 //! One app's server and the MCP session to it: [`app_server`] (R16, R17) connects, supervises and
 //! stops an app; [`process`] (R44) launches its process; [`upstream`] (R16, R19) is the rmcp client
 //! session, with [`ordering`] keeping its notifications in order, [`subscriptions`] holding the
-//! 2026-07-28 listen stream and [`http_relay`] taking tool calls to HTTP apps the short way;
+//! 2026-07-28 listen stream and [`short_way`] taking tool calls the short way ([`http_relay`],
+//! [`stdio_relay`]);
 //! [`catalog`] (R18, R19) is what the app offers; [`relay`] (R42) routes
 //! what the app does during a call back to that call's client.
 
@@ -11,5 +12,7 @@ pub mod http_relay;
 pub mod ordering;
 pub mod process;
 pub mod relay;
+pub mod short_way;
+pub mod stdio_relay;
 pub mod subscriptions;
 pub mod upstream;

@@ -31,7 +31,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::abi::events::EventSink;
 use crate::apps::manifest::Manifest;
-use crate::upstream::http_relay::{CallContext, HttpRelay, Relayed};
+use crate::abi::runtime::Tasks;
+use crate::upstream::http_relay::HttpRelay;
+use crate::upstream::short_way::{CallContext, Relayed, ShortWay};
+use crate::upstream::stdio_relay::{self, StdioRelay};
 use crate::upstream::ordering::{OrderGate, Seq, Sequenced};
 use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
@@ -333,22 +336,22 @@ pub struct Session {
     /// to forget it) — so the service lives behind a lock while requests use the peer.
     service: parking_lot::Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
     pub request_timeout: Duration,
-    /// The short way of tool calls to an HTTP app of an initialize-era revision (`http_relay.rs`).
-    http_relay: Option<HttpRelay>,
+    /// The short way of tool calls, for a session of an initialize-era revision (`short_way.rs`).
+    short_way: Option<ShortWay>,
 }
 
 impl Session {
-    /// A session rmcp opened; `http_relay`, the short way of an HTTP app's session (taken only
-    /// for a session of an initialize-era revision).
-    pub fn new(service: RunningService<RoleClient, UpstreamHandler>, request_timeout: Duration, http_relay: Option<HttpRelay>) -> Session {
+    /// A session rmcp opened; `short_way`, the short way of its tool calls (taken only for a
+    /// session of an initialize-era revision).
+    pub fn new(service: RunningService<RoleClient, UpstreamHandler>, request_timeout: Duration, short_way: Option<ShortWay>) -> Session {
         let mut session = Session {
             peer: service.peer().clone(),
             notifier: service.service().notifier(),
             service: parking_lot::Mutex::new(Some(service)),
             request_timeout,
-            http_relay: None,
+            short_way: None,
         };
-        session.http_relay = http_relay.filter(|_| !session.is_subscription_era());
+        session.short_way = short_way.filter(|_| !session.is_subscription_era());
         session
     }
 
@@ -396,7 +399,7 @@ impl Session {
         let timeout = timeout.unwrap_or(self.request_timeout);
         let never = CancellationToken::new();
         let mut params = params;
-        if let (Some(short), "tools/call") = (&self.http_relay, method) {
+        if let (Some(short), "tools/call") = (&self.short_way, method) {
             let call = CallContext { notifier: &self.notifier, relay, cancel: cancel.unwrap_or(&never), timeout };
             match short.tools_call(params, call).await {
                 Relayed::Done(result) => return result,
@@ -514,22 +517,26 @@ pub fn lifecycle_for(manifest: &Manifest, force_legacy: bool) -> (ClientLifecycl
     }
 }
 
-/// Performs the handshake over the app's stdio.
+/// Performs the handshake over the app's stdio; the app's stdio is shared with the short way of
+/// its tool calls (`stdio_relay.rs`).
 pub async fn connect_stdio(
     process: &mut AppProcess,
     handler: UpstreamHandler,
     lifecycle: ClientLifecycleMode,
-) -> Result<RunningService<RoleClient, UpstreamHandler>, UpstreamError> {
+    tasks: &Tasks,
+) -> Result<(RunningService<RoleClient, UpstreamHandler>, StdioRelay), UpstreamError> {
     let stdout = process.stdout.take().ok_or_else(|| UpstreamError::Connect("the process has no stdout".into()))?;
     let stdin = process.stdin.take().ok_or_else(|| UpstreamError::Connect("the process has no stdin".into()))?;
+    let (stdout, stdin, short) = stdio_relay::split(stdout, stdin, MAX_JSON_RESPONSE_BYTES, tasks);
     // The same cap as over HTTP (rmcp's stdio default, 16 MiB, silently drops a bigger frame, and
     // its caller waits for the request timeout).
     let transport =
         rmcp::transport::async_rw::AsyncRwTransport::<RoleClient, _, _>::new(stdout, stdin).with_max_line_length(MAX_JSON_RESPONSE_BYTES);
-    handler
+    let service = handler
         .serve_with_lifecycle(Sequenced::new(transport), lifecycle)
         .await
-        .map_err(|e| UpstreamError::Connect(format!("MCP handshake over stdio failed: {}", handshake_failure(&e))))
+        .map_err(|e| UpstreamError::Connect(format!("MCP handshake over stdio failed: {}", handshake_failure(&e))))?;
+    Ok((service, short))
 }
 
 /// What went wrong in a handshake, for a person: rmcp's own text for a transport failure names

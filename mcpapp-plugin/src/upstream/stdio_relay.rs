@@ -1,0 +1,431 @@
+//! The short way of a tool call to a stdio app (see [`super::short_way`]): the request's line is
+//! written to the app's stdin, and the app's answer is taken off its stdout before rmcp reads it.
+//!
+//! The app's stdio is split between rmcp's transport and the short way:
+//! - stdout: rmcp reads it through [`DivertingReader`], which hands each line that answers a
+//!   short-way request (a response with a `gw-` id) to the request waiting for it, and passes
+//!   every other byte to rmcp as the app wrote it — so rmcp still sees the app's notifications,
+//!   its questions and the answers to rmcp's own requests, in order, and rmcp's line limit and
+//!   its handling of broken lines are unchanged;
+//! - stdin: one task writes whole lines, rmcp's ([`LineWriter`] hands them over as its framing
+//!   completes them) and the short way's, so two messages never interleave mid-line. When rmcp
+//!   closes its transport, the task ends and the app's stdin closes, as before.
+//!
+//! What the app does during a short-way call goes the way it went before: its notifications and
+//! questions are rmcp's to read, and reach the call's client through the session's handler
+//! (progress by the call's token, which the short way registers as rmcp would).
+
+use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+
+use parking_lot::Mutex;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::abi::runtime::Tasks;
+use crate::upstream::short_way::{cancelled_notification, response_outcome, tools_call_request, CallContext, Relayed};
+use crate::upstream::upstream::UpstreamError;
+
+/// The prefix of the short way's request ids.
+const ID_PREFIX: &str = "gw-";
+
+/// The short way to one stdio app (see the module docs).
+pub struct StdioRelay {
+    lines: mpsc::UnboundedSender<Outgoing>,
+    waiting: Arc<Waiting>,
+    next_id: AtomicU64,
+}
+
+/// Requests of the short way waiting for their answer line, by id.
+#[derive(Default)]
+struct Waiting {
+    answers: Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>,
+    /// The app's stdout ended: nothing will be answered any more.
+    closed: AtomicBool,
+}
+
+impl Waiting {
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.answers.lock().clear();
+    }
+}
+
+/// What the writer task is given.
+enum Outgoing {
+    /// One or more whole lines.
+    Lines(Vec<u8>),
+    /// rmcp closed its transport: close the app's stdin.
+    Close,
+}
+
+/// Splits an app's stdio between rmcp's transport (the reader and writer to build it from) and
+/// the short way; `max_line`, the message cap. Starts the task that writes to `stdin`.
+pub fn split<R, W>(stdout: R, stdin: W, max_line: usize, tasks: &Tasks) -> (DivertingReader<R>, LineWriter, StdioRelay)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, rx) = mpsc::unbounded_channel();
+    tasks.spawn("writing to an app's stdin", write_lines(stdin, rx));
+    let waiting = Arc::new(Waiting::default());
+    let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false };
+    let writer = LineWriter { lines: tx.clone(), partial: Vec::new() };
+    (reader, writer, StdioRelay { lines: tx, waiting, next_id: AtomicU64::new(1) })
+}
+
+/// Writes what it is given to the app's stdin, in order, until rmcp closes the transport or the
+/// app stops reading (the stdin is closed on return).
+async fn write_lines<W: AsyncWrite + Unpin>(mut stdin: W, mut lines: mpsc::UnboundedReceiver<Outgoing>) {
+    while let Some(Outgoing::Lines(bytes)) = lines.recv().await {
+        if let Err(e) = stdin.write_all(&bytes).await {
+            tracing::debug!("the app's stdin is closed: {e}");
+            return;
+        }
+        if let Err(e) = stdin.flush().await {
+            tracing::debug!("the app's stdin is closed: {e}");
+            return;
+        }
+    }
+}
+
+impl StdioRelay {
+    /// Sends one `tools/call` with `params`; an app whose output has ended is left to rmcp's way
+    /// (which reports the closed session as it always did).
+    pub async fn tools_call(&self, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+        if self.waiting.closed.load(Ordering::Acquire) {
+            return Relayed::NotTaken(params);
+        }
+        let id = format!("{ID_PREFIX}{}", self.next_id.fetch_add(1, Ordering::Relaxed));
+        let request = tools_call_request(&id, params, call.relay);
+        let (tx, rx) = oneshot::channel();
+        self.waiting.answers.lock().insert(id.clone(), tx);
+        // The entry goes when the call does, however it ends.
+        let _forget = Forget { waiting: &self.waiting, id: &id };
+        if !self.send(&request) {
+            return Relayed::Done(Err(UpstreamError::Transport("the app's stdin is closed".into())));
+        }
+        let outcome = tokio::select! {
+            answer = tokio::time::timeout(call.timeout, rx) => match answer {
+                Ok(Ok(line)) => match serde_json::from_slice::<Value>(&line) {
+                    Ok(message) => response_outcome(message),
+                    Err(e) => Err(UpstreamError::Invalid(format!("the app's answer is not JSON: {e}"))),
+                },
+                Ok(Err(_)) => Err(UpstreamError::Transport("the app's output ended before its answer".into())),
+                Err(_) => {
+                    self.send(&cancelled_notification(&id, "the gateway's request timed out"));
+                    Err(UpstreamError::Timeout(call.timeout))
+                }
+            },
+            _ = call.cancel.cancelled() => {
+                self.send(&cancelled_notification(&id, "cancelled by the client of the gateway"));
+                Err(UpstreamError::Cancelled)
+            }
+        };
+        Relayed::Done(outcome)
+    }
+
+    /// Writes one message as a line; false when the app's stdin is closed.
+    fn send(&self, message: &Value) -> bool {
+        let mut line = serde_json::to_vec(message).unwrap_or_default();
+        line.push(b'\n');
+        self.lines.send(Outgoing::Lines(line)).is_ok()
+    }
+}
+
+/// Removes a request's entry from the waiting table when the request ends.
+struct Forget<'a> {
+    waiting: &'a Waiting,
+    id: &'a str,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.waiting.answers.lock().remove(self.id);
+    }
+}
+
+/// rmcp's writing end of the app's stdin: hands each completed line to the writer task, so rmcp's
+/// messages and the short way's are written whole. Dropping it (rmcp closing its transport)
+/// closes the app's stdin.
+pub struct LineWriter {
+    lines: mpsc::UnboundedSender<Outgoing>,
+    /// The start of a line rmcp has not finished writing.
+    partial: Vec<u8>,
+}
+
+impl AsyncWrite for LineWriter {
+    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.partial.extend_from_slice(buf);
+        if let Some(last) = memchr::memrchr(b'\n', &this.partial) {
+            let rest = this.partial.split_off(last + 1);
+            let lines = std::mem::replace(&mut this.partial, rest);
+            if this.lines.send(Outgoing::Lines(lines)).is_err() {
+                return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "the app's stdin is closed")));
+            }
+        }
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let _ = self.lines.send(Outgoing::Close);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Drop for LineWriter {
+    fn drop(&mut self) {
+        let _ = self.lines.send(Outgoing::Close);
+    }
+}
+
+/// rmcp's reading end of the app's stdout: takes the answers of the short way's requests out and
+/// passes everything else through unchanged (see the module docs).
+pub struct DivertingReader<R> {
+    inner: R,
+    waiting: Arc<Waiting>,
+    /// Bytes read from the app whose line has not ended yet.
+    pending: Vec<u8>,
+    /// How much of `pending` is known to hold no newline.
+    scanned: usize,
+    /// Bytes for rmcp, from `out_pos` on.
+    out: Vec<u8>,
+    out_pos: usize,
+    /// The message cap: a line longer is passed to rmcp unexamined (`passing` until its end).
+    max_line: usize,
+    passing: bool,
+}
+
+/// Just enough of a message to tell an answer of the short way.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    method: Option<IgnoredAny>,
+}
+
+impl<R> DivertingReader<R> {
+    /// Moves every complete line of `pending` to rmcp's bytes, unless it answers a waiting
+    /// request. A line longer than the message cap is rmcp's, whatever it is (rmcp drops it, as
+    /// it did before; the request it answered fails at its timeout, as it did before).
+    fn sort_lines(&mut self) {
+        loop {
+            if self.passing {
+                let Some(i) = memchr::memchr(b'\n', &self.pending) else {
+                    self.pass(self.pending.len());
+                    return;
+                };
+                self.pass(i + 1);
+                self.passing = false;
+                continue;
+            }
+            let Some(i) = memchr::memchr(b'\n', &self.pending[self.scanned..]) else {
+                self.scanned = self.pending.len();
+                if self.pending.len() > self.max_line {
+                    self.passing = true;
+                    continue;
+                }
+                return;
+            };
+            let line = self.take_line(self.scanned + i + 1);
+            if line.len() > self.max_line {
+                self.out_extend(line);
+            } else if let Some(line) = self.divert(line) {
+                self.out_extend(line);
+            }
+        }
+    }
+
+    /// The first `end` bytes of `pending`.
+    fn take_line(&mut self, end: usize) -> Vec<u8> {
+        self.scanned = 0;
+        if end == self.pending.len() {
+            return std::mem::take(&mut self.pending);
+        }
+        let rest = self.pending.split_off(end);
+        std::mem::replace(&mut self.pending, rest)
+    }
+
+    /// Passes the first `end` bytes of `pending` to rmcp.
+    fn pass(&mut self, end: usize) {
+        let bytes = self.take_line(end);
+        self.out_extend(bytes);
+    }
+
+    fn out_extend(&mut self, bytes: Vec<u8>) {
+        if self.out.is_empty() {
+            self.out = bytes;
+        } else {
+            self.out.extend_from_slice(&bytes);
+        }
+    }
+
+    /// Hands `line` to the request it answers, or gives it back for rmcp.
+    fn divert(&self, line: Vec<u8>) -> Option<Vec<u8>> {
+        if memchr::memmem::find(&line, b"\"gw-").is_none() {
+            return Some(line);
+        }
+        let id = match serde_json::from_slice::<Envelope>(&line) {
+            Ok(Envelope { id: Some(id), method: None }) if id.starts_with(ID_PREFIX) => id,
+            _ => return Some(line),
+        };
+        match self.waiting.answers.lock().remove(&id) {
+            Some(tx) => drop(tx.send(line)),
+            // A request that ended first (cancelled, timed out): its late answer is dropped, as
+            // rmcp drops one.
+            None => tracing::debug!("dropping the late answer to {id}"),
+        }
+        None
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for DivertingReader<R> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if this.out_pos < this.out.len() {
+                let n = buf.remaining().min(this.out.len() - this.out_pos);
+                buf.put_slice(&this.out[this.out_pos..this.out_pos + n]);
+                this.out_pos += n;
+                if this.out_pos == this.out.len() {
+                    this.out.clear();
+                    this.out_pos = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let mut chunk = [0u8; 8192];
+            let mut read = ReadBuf::new(&mut chunk);
+            if let Err(e) = ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read)) {
+                this.waiting.close();
+                return Poll::Ready(Err(e));
+            }
+            if read.filled().is_empty() {
+                // The app's output ended: nothing more will be answered; what is left of an
+                // unfinished line is rmcp's (which drops it, as before).
+                this.waiting.close();
+                if this.pending.is_empty() {
+                    return Poll::Ready(Ok(()));
+                }
+                this.out = std::mem::take(&mut this.pending);
+                this.scanned = 0;
+                continue;
+            }
+            this.pending.extend_from_slice(read.filled());
+            this.sort_lines();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
+
+    /// The app's output, handed out `chunk` bytes at a time, so lines arrive split.
+    struct Chunked {
+        data: &'static [u8],
+        chunk: usize,
+    }
+
+    impl AsyncRead for Chunked {
+        fn poll_read(mut self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+            let n = self.chunk.min(self.data.len()).min(buf.remaining());
+            buf.put_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn reader(data: &'static [u8], chunk: usize, max_line: usize) -> (DivertingReader<Chunked>, Arc<Waiting>) {
+        let waiting = Arc::new(Waiting::default());
+        let inner = Chunked { data, chunk };
+        (DivertingReader { inner, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false }, waiting)
+    }
+
+    fn wait_for(waiting: &Waiting, id: &str) -> oneshot::Receiver<Vec<u8>> {
+        let (tx, rx) = oneshot::channel();
+        waiting.answers.lock().insert(id.to_string(), tx);
+        rx
+    }
+
+    #[tokio::test]
+    async fn answers_of_the_short_way_are_taken_and_the_rest_passes_unchanged() {
+        let input: &'static [u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"gw-1\"}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"content\":[]}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":\"gw-9\",\"method\":\"sampling/createMessage\"}\n\
+{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"text\":\"\\\"gw-1\"}}\r\n\
+{\"jsonrpc\":\"2.0\",\"id\":\"gw-2\",\"error\":{\"code\":-1,\"message\":\"late\"}}\n\
+not json \"gw-1\n\
+unfinished";
+        for chunk in [1, 7, 64, 8192] {
+            let (reader, waiting) = reader(input, chunk, 1 << 20);
+            let answer = wait_for(&waiting, "gw-1");
+            let mut passed = String::new();
+            BufReader::new(reader).read_to_string(&mut passed).await.unwrap();
+            let expected = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"gw-1\"}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":\"gw-9\",\"method\":\"sampling/createMessage\"}\n\
+{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"text\":\"\\\"gw-1\"}}\r\n\
+not json \"gw-1\n\
+unfinished";
+            assert_eq!(passed, expected, "chunks of {chunk}");
+            let answer: Value = serde_json::from_slice(&answer.await.unwrap()).unwrap();
+            assert_eq!(answer["result"], serde_json::json!({ "content": [] }));
+            assert!(waiting.closed.load(Ordering::Acquire), "the end of the output closes the table");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_end_of_the_output_fails_the_waiting_requests() {
+        let (reader, waiting) = reader(b"{\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n", 5, 1 << 20);
+        let answer = wait_for(&waiting, "gw-4");
+        let mut lines = BufReader::new(reader).lines();
+        assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("{\"jsonrpc\":\"2.0\",\"method\":\"x\"}"));
+        assert_eq!(lines.next_line().await.unwrap(), None);
+        assert!(answer.await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_cap_is_rmcps_unexamined() {
+        let input: &'static [u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"0123456789\"}}\n{\"jsonrpc\":\"2.0\",\"id\":\"gw-2\",\"result\":{}}\n";
+        for chunk in [3, 8192] {
+            let (reader, waiting) = reader(input, chunk, 50);
+            let long = wait_for(&waiting, "gw-1");
+            let short = wait_for(&waiting, "gw-2");
+            let mut passed = String::new();
+            BufReader::new(reader).read_to_string(&mut passed).await.unwrap();
+            assert_eq!(passed, "{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"0123456789\"}}\n", "chunks of {chunk}");
+            assert!(long.await.is_err(), "the long answer is not delivered");
+            assert!(short.await.is_ok(), "the next line is examined again");
+        }
+    }
+
+    #[tokio::test]
+    async fn lines_are_written_whole_and_rmcps_close_closes_stdin() {
+        let tasks = Tasks::new(tokio::runtime::Handle::current());
+        let (app_stdin, mut app_reads) = tokio::io::duplex(1 << 20);
+        let (_reader, mut writer, relay) = split(tokio::io::empty(), app_stdin, 1 << 20, &tasks);
+        // rmcp's framing may hand a message over in pieces; the short way's line goes between
+        // two of rmcp's messages, never inside one.
+        writer.write_all(b"{\"a\":").await.unwrap();
+        assert!(relay.send(&serde_json::json!({ "b": 2 })));
+        writer.write_all(b"1}\n{\"c\":3}\n").await.unwrap();
+        drop(writer);
+        let mut written = String::new();
+        app_reads.read_to_string(&mut written).await.unwrap();
+        assert_eq!(written, "{\"b\":2}\n{\"a\":1}\n{\"c\":3}\n");
+        assert!(!relay.send(&serde_json::json!({ "d": 4 })), "stdin is closed once rmcp closed");
+    }
+}
