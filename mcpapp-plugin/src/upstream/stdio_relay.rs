@@ -7,9 +7,9 @@
 //!   every other byte to rmcp as the app wrote it — so rmcp still sees the app's notifications,
 //!   its questions and the answers to rmcp's own requests, in order, and rmcp's line limit and
 //!   its handling of broken lines are unchanged;
-//! - stdin: one task writes whole lines, rmcp's ([`LineWriter`] hands them over as its framing
-//!   completes them) and the short way's, so two messages never interleave mid-line. When rmcp
-//!   closes its transport, the task ends and the app's stdin closes, as before.
+//! - stdin: whole messages are written under one lock, so two never interleave mid-line: rmcp's
+//!   as [`LineWriter`] completes them (queued for a task), the short way's from the call's task
+//!   (see [`Stdin`]). When rmcp closes its transport, the app's stdin closes, as before.
 //!
 //! What the app does during a short-way call goes the way it went before: its notifications and
 //! questions are rmcp's to read, and reach the call's client through the session's handler
@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
@@ -38,7 +38,7 @@ const ID_PREFIX: &str = "gw-";
 
 /// The short way to one stdio app (see the module docs).
 pub struct StdioRelay {
-    lines: mpsc::UnboundedSender<Outgoing>,
+    stdin: Arc<Stdin>,
     waiting: Arc<Waiting>,
     next_id: AtomicU64,
 }
@@ -58,6 +58,53 @@ impl Waiting {
     }
 }
 
+/// The app's stdin, written a whole message at a time. rmcp's messages are queued for a task
+/// that writes them (rmcp's framing writes without waiting); the short way writes its own
+/// directly from the call's task (no hop through another task) — unless some of rmcp's are still
+/// queued, when it queues behind them: a message never overtakes one sent before it (the
+/// `initialized` notification before the first call).
+struct Stdin {
+    writer: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>,
+    queue: mpsc::UnboundedSender<Outgoing>,
+    /// Messages queued and not written yet.
+    queued: AtomicUsize,
+}
+
+impl Stdin {
+    /// Queues whole lines behind the ones queued before.
+    fn queue(&self, lines: Vec<u8>) -> bool {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        let sent = self.queue.send(Outgoing::Lines(lines)).is_ok();
+        if !sent {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+        }
+        sent
+    }
+
+    /// Writes whole lines now, or queues them if messages are queued; false once stdin is closed.
+    async fn send(&self, lines: Vec<u8>) -> bool {
+        if self.queued.load(Ordering::Acquire) > 0 {
+            return self.queue(lines);
+        }
+        self.write(&lines).await
+    }
+
+    async fn write(&self, bytes: &[u8]) -> bool {
+        let mut writer = self.writer.lock().await;
+        let Some(stdin) = writer.as_mut() else { return false };
+        if let Err(e) = async { stdin.write_all(bytes).await?; stdin.flush().await }.await {
+            tracing::debug!("the app's stdin is closed: {e}");
+            *writer = None;
+            return false;
+        }
+        true
+    }
+
+    async fn close(&self) {
+        *self.writer.lock().await = None;
+    }
+}
+
 /// What the writer task is given.
 enum Outgoing {
     /// One or more whole lines.
@@ -67,31 +114,34 @@ enum Outgoing {
 }
 
 /// Splits an app's stdio between rmcp's transport (the reader and writer to build it from) and
-/// the short way; `max_line`, the message cap. Starts the task that writes to `stdin`.
+/// the short way; `max_line`, the message cap. Starts the task that writes rmcp's messages.
 pub fn split<R, W>(stdout: R, stdin: W, max_line: usize, tasks: &Tasks) -> (DivertingReader<R>, LineWriter, StdioRelay)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    tasks.spawn("writing to an app's stdin", write_lines(stdin, rx));
+    let stdin = Arc::new(Stdin { writer: tokio::sync::Mutex::new(Some(Box::new(stdin))), queue: tx, queued: AtomicUsize::new(0) });
+    tasks.spawn("writing to an app's stdin", write_queued(stdin.clone(), rx));
     let waiting = Arc::new(Waiting::default());
     let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false };
-    let writer = LineWriter { lines: tx.clone(), partial: Vec::new() };
-    (reader, writer, StdioRelay { lines: tx, waiting, next_id: AtomicU64::new(1) })
+    let writer = LineWriter { stdin: stdin.clone(), partial: Vec::new() };
+    (reader, writer, StdioRelay { stdin, waiting, next_id: AtomicU64::new(1) })
 }
 
-/// Writes what it is given to the app's stdin, in order, until rmcp closes the transport or the
-/// app stops reading (the stdin is closed on return).
-async fn write_lines<W: AsyncWrite + Unpin>(mut stdin: W, mut lines: mpsc::UnboundedReceiver<Outgoing>) {
-    while let Some(Outgoing::Lines(bytes)) = lines.recv().await {
-        if let Err(e) = stdin.write_all(&bytes).await {
-            tracing::debug!("the app's stdin is closed: {e}");
-            return;
-        }
-        if let Err(e) = stdin.flush().await {
-            tracing::debug!("the app's stdin is closed: {e}");
-            return;
+/// Writes the queued messages, in order, until rmcp closes its transport (which closes the app's
+/// stdin) or the app stops reading.
+async fn write_queued(stdin: Arc<Stdin>, mut queue: mpsc::UnboundedReceiver<Outgoing>) {
+    while let Some(next) = queue.recv().await {
+        match next {
+            Outgoing::Lines(bytes) => {
+                let written = stdin.write(&bytes).await;
+                stdin.queued.fetch_sub(1, Ordering::AcqRel);
+                if !written {
+                    return;
+                }
+            }
+            Outgoing::Close => return stdin.close().await,
         }
     }
 }
@@ -109,7 +159,7 @@ impl StdioRelay {
         self.waiting.answers.lock().insert(id.clone(), tx);
         // The entry goes when the call does, however it ends.
         let _forget = Forget { waiting: &self.waiting, id: &id };
-        if !self.send(&request) {
+        if !self.send(&request).await {
             return Relayed::Done(Err(UpstreamError::Transport("the app's stdin is closed".into())));
         }
         let outcome = tokio::select! {
@@ -120,12 +170,12 @@ impl StdioRelay {
                 },
                 Ok(Err(_)) => Err(UpstreamError::Transport("the app's output ended before its answer".into())),
                 Err(_) => {
-                    self.send(&cancelled_notification(&id, "the gateway's request timed out"));
+                    self.send(&cancelled_notification(&id, "the gateway's request timed out")).await;
                     Err(UpstreamError::Timeout(call.timeout))
                 }
             },
             _ = call.cancel.cancelled() => {
-                self.send(&cancelled_notification(&id, "cancelled by the client of the gateway"));
+                self.send(&cancelled_notification(&id, "cancelled by the client of the gateway")).await;
                 Err(UpstreamError::Cancelled)
             }
         };
@@ -133,10 +183,10 @@ impl StdioRelay {
     }
 
     /// Writes one message as a line; false when the app's stdin is closed.
-    fn send(&self, message: &Value) -> bool {
+    async fn send(&self, message: &Value) -> bool {
         let mut line = serde_json::to_vec(message).unwrap_or_default();
         line.push(b'\n');
-        self.lines.send(Outgoing::Lines(line)).is_ok()
+        self.stdin.send(line).await
     }
 }
 
@@ -156,7 +206,7 @@ impl Drop for Forget<'_> {
 /// messages and the short way's are written whole. Dropping it (rmcp closing its transport)
 /// closes the app's stdin.
 pub struct LineWriter {
-    lines: mpsc::UnboundedSender<Outgoing>,
+    stdin: Arc<Stdin>,
     /// The start of a line rmcp has not finished writing.
     partial: Vec<u8>,
 }
@@ -168,7 +218,7 @@ impl AsyncWrite for LineWriter {
         if let Some(last) = memchr::memrchr(b'\n', &this.partial) {
             let rest = this.partial.split_off(last + 1);
             let lines = std::mem::replace(&mut this.partial, rest);
-            if this.lines.send(Outgoing::Lines(lines)).is_err() {
+            if !this.stdin.queue(lines) {
                 return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "the app's stdin is closed")));
             }
         }
@@ -180,14 +230,14 @@ impl AsyncWrite for LineWriter {
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let _ = self.lines.send(Outgoing::Close);
+        let _ = self.stdin.queue.send(Outgoing::Close);
         Poll::Ready(Ok(()))
     }
 }
 
 impl Drop for LineWriter {
     fn drop(&mut self) {
-        let _ = self.lines.send(Outgoing::Close);
+        let _ = self.stdin.queue.send(Outgoing::Close);
     }
 }
 
@@ -418,14 +468,18 @@ unfinished";
         let (app_stdin, mut app_reads) = tokio::io::duplex(1 << 20);
         let (_reader, mut writer, relay) = split(tokio::io::empty(), app_stdin, 1 << 20, &tasks);
         // rmcp's framing may hand a message over in pieces; the short way's line goes between
-        // two of rmcp's messages, never inside one.
-        writer.write_all(b"{\"a\":").await.unwrap();
-        assert!(relay.send(&serde_json::json!({ "b": 2 })));
-        writer.write_all(b"1}\n{\"c\":3}\n").await.unwrap();
+        // two of rmcp's messages, never inside one, and never before one rmcp sent earlier.
+        writer.write_all(b"{\"i\":0}\n{\"a\":").await.unwrap();
+        assert!(relay.send(&serde_json::json!({ "b": 2 })).await, "queued behind rmcp's first");
+        writer.write_all(b"1}\n").await.unwrap();
+        while relay.stdin.queued.load(Ordering::Acquire) > 0 {
+            tokio::task::yield_now().await;
+        }
+        assert!(relay.send(&serde_json::json!({ "c": 3 })).await, "written at once");
         drop(writer);
         let mut written = String::new();
         app_reads.read_to_string(&mut written).await.unwrap();
-        assert_eq!(written, "{\"b\":2}\n{\"a\":1}\n{\"c\":3}\n");
-        assert!(!relay.send(&serde_json::json!({ "d": 4 })), "stdin is closed once rmcp closed");
+        assert_eq!(written, "{\"i\":0}\n{\"b\":2}\n{\"a\":1}\n{\"c\":3}\n");
+        assert!(!relay.send(&serde_json::json!({ "d": 4 })).await, "stdin is closed once rmcp closed");
     }
 }
