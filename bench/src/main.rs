@@ -61,17 +61,23 @@ async fn run_one(name: &str, art: &Artefacts, o: &Opts) -> Res<Value> {
 
 fn main() {
     let cli = Cli::parse();
-    // Children in their own process groups do not get the terminal's Ctrl-C: pass it on.
+    // Children in their own process groups do not get the terminal's Ctrl-C, nor a SIGTERM sent
+    // to the bench (a timeout, a CI job ending): end them too, then exit as the signal would.
     std::thread::spawn(|| {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(async {
-            let _ = tokio::signal::ctrl_c().await;
+        let code = rt.block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate()).expect("cannot watch SIGTERM");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => 130,
+                _ = term.recv() => 143,
+            }
         });
         kill_all_groups();
-        std::process::exit(130);
+        std::process::exit(code);
     });
     let art = match Artefacts::find() {
         Ok(a) => a,

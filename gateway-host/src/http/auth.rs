@@ -252,7 +252,11 @@ fn percent_decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        // Two hex digits exactly (`from_str_radix` alone would take a sign: `%+1`).
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok());
         match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
             (b'+', _) => out.push(b' '),
             (b'%', Some(b)) => {
@@ -555,6 +559,7 @@ mod tests {
         assert_eq!(query_param(Some("a=1&token=x%2By+z&b"), "token").as_deref(), Some("x+y z"));
         assert_eq!(query_param(Some("sessionId=abc"), "token"), None);
         assert_eq!(query_param(Some("t=%zz%4"), "t").as_deref(), Some("%zz%4"));
+        assert_eq!(query_param(Some("t=%+1%-f%41"), "t").as_deref(), Some("%+1%-fA"), "a sign is not a hex digit");
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, HeaderValue::from_static("a=1; gateway_session=abc ; b=2"));
         assert_eq!(cookies(&h, SESSION_COOKIE).collect::<Vec<_>>(), ["abc"]);
