@@ -313,11 +313,18 @@ pub async fn peers(art: &Artefacts, o: &Opts) -> Res<Value> {
     }
     let conc = [1usize, 16];
     let mut samples = vec![vec![Samples::default(); conc.len()]; targets.len()];
+    let gi = targets.iter().position(|(n, _)| *n == "gateway").unwrap();
+    // The gateway's CPU during its own rounds, per concurrency.
+    let mut gateway_cpu_us = vec![0u64; conc.len()];
     for round in 0..rounds {
         for (ci, &c) in conc.iter().enumerate() {
             for k in 0..targets.len() {
                 let ti = (k + round) % targets.len();
+                let before = cpu_us(gw.pid());
                 let s = run(&targets[ti].1, c, Duration::from_secs_f64(secs), None).await;
+                if ti == gi {
+                    gateway_cpu_us[ci] += cpu_us(gw.pid()).saturating_sub(before);
+                }
                 log(format!(
                     "peers: round {} c{c} {}: {} calls, {} errors",
                     round + 1,
@@ -342,7 +349,11 @@ pub async fn peers(art: &Artefacts, o: &Opts) -> Res<Value> {
             best_peer = Some((name, s16.rps()));
         }
     }
-    let gi = targets.iter().position(|(n, _)| *n == "gateway").unwrap();
+    for (ci, c) in conc.iter().enumerate() {
+        let calls = samples[gi][ci].calls().max(1) as f64;
+        out["gateway"][format!("c{c}")]["cpu_us_per_call"] = round(gateway_cpu_us[ci] as f64 / calls, 1).into();
+    }
+    out["gateway_cpu_us_per_call"] = out["gateway"]["c16"]["cpu_us_per_call"].clone();
     let gw_rps = samples[gi][1].rps();
     out["throughput_vs_best_peer"] = best_peer.map(|(_, r)| ratio(gw_rps, r)).into();
     out["best_peer"] = best_peer.map(|(n, _)| n).into();
@@ -355,7 +366,8 @@ pub async fn peers(art: &Artefacts, o: &Opts) -> Res<Value> {
     out["note"] = "each side wraps its own stdio test-app; rps at 16 concurrent, p50 at 1; the gateway is called with \
                    2026-07-28 stateless requests on /apps/mcp/{id}, the peers in one initialize-era session on /mcp \
                    (supergateway --stateful: its stateless mode starts a server per request); direct_stdio is the bench \
-                   writing JSON-RPC lines to the app's stdin itself. supergateway has no bind-address option: it listens \
+                   writing JSON-RPC lines to the app's stdin itself; gateway_cpu_us_per_call is gateway-host's utime+stime \
+                   during its 16-concurrent rounds ÷ calls (cpu_us_per_call per concurrency). supergateway has no bind-address option: it listens \
                    on all interfaces during its rounds"
         .into();
     drop(keep);
