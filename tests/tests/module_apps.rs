@@ -255,6 +255,45 @@ fn reload_adds_removes_and_restarts_only_changed_apps() {
     assert_eq!(report["stopped"], json!([]));
 }
 
+/// A discovery folder that does not exist when the gateway starts is waited for: once it is
+/// made (here two levels deep, one level at a time) the apps put in it are discovered and started
+/// without a reload call; files appearing next to it in its parent start nothing.
+#[test]
+fn a_discovery_folder_made_after_the_start_is_watched_once_it_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = TestModule::with_config(
+        dir,
+        json!({ "McpApps": { "Enabled": true, "DiscoveryPaths": ["./later/apps"], "Allow": ["*"] } }),
+    );
+    let report = m.reload();
+    assert_eq!(report["started"], json!([]), "{report}");
+    let later = m.dir.path().join("later");
+    std::fs::write(m.dir.path().join("unrelated.txt"), "x").unwrap();
+    std::fs::create_dir(&later).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    std::fs::create_dir(later.join("apps")).unwrap();
+    write_manifest(&later.join("apps"), "late", &stdio_app("late", &[]));
+    assert!(m.wait_state("late", "running", SECS(20)), "the app in the new folder started by the watcher: {:?}", m.apps().iter().map(|a| a.id.to_string()).collect::<Vec<_>>());
+    // From now on the folder is watched like any other: a second app is picked up too.
+    write_manifest(&later.join("apps"), "later", &stdio_app("later", &[]));
+    assert!(m.wait_state("later", "running", SECS(20)), "a second app in the watched folder");
+}
+
+/// The configuration re-read with other `DiscoveryPaths` (an admin reload): the watcher follows
+/// the new folders, so an app put in one later is started without another reload.
+#[test]
+fn the_watcher_follows_new_discovery_paths_of_a_reread_configuration() {
+    let m = TestModule::new(json!({}));
+    m.reload();
+    let other = m.dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let config = json!({ "McpApps": { "Enabled": true, "DiscoveryPaths": ["./other"], "Allow": ["*"] } });
+    let params = json!({ "config": config, "explicit": true }).to_string();
+    futures::executor::block_on(m.instance.invoke("registry.reconfigure".into(), params.into())).unwrap();
+    write_manifest(&other, "moved", &stdio_app("moved", &[]));
+    assert!(m.wait_state("moved", "running", SECS(20)), "the app in the new folder started by the watcher");
+}
+
 #[test]
 fn strict_schema_skips_schemaless_tools_and_the_switch_keeps_them() {
     let strict = TestModule::new(json!({}));

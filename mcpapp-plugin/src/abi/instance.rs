@@ -407,6 +407,12 @@ async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &Cancellat
                 return Err(AbiError::new(error_code::INVALID_ARGUMENT, "registry.reconfigure needs the configuration as a JSON object in `config`"));
             }
             core.start_watching();
+            // The watcher follows the new folders before they are scanned: a change made after
+            // the scan read a folder is then seen by the watcher.
+            let follower = core.watcher.lock().as_ref().map(|w| w.follower());
+            if let Some(follower) = follower {
+                crate::apps::watcher::follow(&follower, core.registry.discovery_paths_of(&config)).await;
+            }
             Ok(core.registry.reconfigure(config, explicit).await.to_string().into())
         }
         // The caller's client answered an app's question of a relayed call (host_abi::relay).

@@ -43,9 +43,8 @@ impl Registry {
 
     /// Takes a new configuration document (the host re-read its file, or changed the workspace's
     /// MCP servers) and reloads against it: apps and servers whose effective definition did not
-    /// change are left alone, so editing one server never touches the others. The folders the
-    /// watcher follows stay those of the start (a new `DiscoveryPaths` entry is scanned on every
-    /// reload, but edits inside it are noticed only after a restart).
+    /// change are left alone, so editing one server never touches the others. The watcher is
+    /// pointed at the new `DiscoveryPaths` by the caller ([`Self::discovery_paths_of`]).
     pub async fn reconfigure(&self, root_config: Value, explicit: bool) -> Value {
         {
             let mut sources = self.sources.write();
@@ -53,6 +52,12 @@ impl Registry {
             sources.root_config = root_config;
         }
         self.reload(explicit).await
+    }
+
+    /// The folders discovery would scan with `root_config` (see [`Self::reconfigure`]).
+    pub fn discovery_paths_of(&self, root_config: &Value) -> Vec<std::path::PathBuf> {
+        let config_dir = self.sources.read().config_dir.clone();
+        McpAppsConfig::from_config(root_config, &config_dir).discovery_paths
     }
 
     pub fn apps(&self) -> Vec<Arc<AppServer>> {
