@@ -7,9 +7,9 @@
 //!   every other byte to rmcp as the app wrote it — so rmcp still sees the app's notifications,
 //!   its questions and the answers to rmcp's own requests, in order, and rmcp's line limit and
 //!   its handling of broken lines are unchanged;
-//! - stdin: whole messages are written under one lock, so two never interleave mid-line: rmcp's
-//!   as [`LineWriter`] completes them (queued for a task), the short way's from the call's task
-//!   (see [`Stdin`]). When rmcp closes its transport, the app's stdin closes, as before.
+//! - stdin: one task writes whole messages in order, rmcp's as [`LineWriter`] completes them and
+//!   the short way's (see [`Stdin`]). When rmcp closes its transport, the task ends and the app's
+//!   stdin closes, as before.
 //!
 //! What the app does during a short-way call goes the way it went before: its notifications and
 //! questions are rmcp's to read, and reach the call's client through the session's handler
@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
@@ -58,50 +58,19 @@ impl Waiting {
     }
 }
 
-/// The app's stdin, written a whole message at a time. rmcp's messages are queued for a task
-/// that writes them (rmcp's framing writes without waiting); the short way writes its own
-/// directly from the call's task (no hop through another task) — unless some of rmcp's are still
-/// queued, when it queues behind them: a message never overtakes one sent before it (the
-/// `initialized` notification before the first call).
+/// The app's stdin: every message, rmcp's (as [`LineWriter`] completes them) and the short way's,
+/// is queued whole for one task that writes them in order. So two never interleave mid-line, one
+/// never overtakes a message sent before it (the `initialized` notification before the first
+/// call), and no caller waits on the pipe: a call's timeout and cancel hold even when the app
+/// stops reading, and a caller giving up never cuts a line short.
 struct Stdin {
-    writer: tokio::sync::Mutex<Option<Box<dyn AsyncWrite + Send + Unpin>>>,
     queue: mpsc::UnboundedSender<Outgoing>,
-    /// Messages queued and not written yet.
-    queued: AtomicUsize,
 }
 
 impl Stdin {
-    /// Queues whole lines behind the ones queued before.
+    /// Queues whole lines; false once the app's stdin is closed.
     fn queue(&self, lines: Vec<u8>) -> bool {
-        self.queued.fetch_add(1, Ordering::AcqRel);
-        let sent = self.queue.send(Outgoing::Lines(lines)).is_ok();
-        if !sent {
-            self.queued.fetch_sub(1, Ordering::AcqRel);
-        }
-        sent
-    }
-
-    /// Writes whole lines now, or queues them if messages are queued; false once stdin is closed.
-    async fn send(&self, lines: Vec<u8>) -> bool {
-        if self.queued.load(Ordering::Acquire) > 0 {
-            return self.queue(lines);
-        }
-        self.write(&lines).await
-    }
-
-    async fn write(&self, bytes: &[u8]) -> bool {
-        let mut writer = self.writer.lock().await;
-        let Some(stdin) = writer.as_mut() else { return false };
-        if let Err(e) = async { stdin.write_all(bytes).await?; stdin.flush().await }.await {
-            tracing::debug!("the app's stdin is closed: {e}");
-            *writer = None;
-            return false;
-        }
-        true
-    }
-
-    async fn close(&self) {
-        *self.writer.lock().await = None;
+        self.queue.send(Outgoing::Lines(lines)).is_ok()
     }
 }
 
@@ -114,34 +83,28 @@ enum Outgoing {
 }
 
 /// Splits an app's stdio between rmcp's transport (the reader and writer to build it from) and
-/// the short way; `max_line`, the message cap. Starts the task that writes rmcp's messages.
+/// the short way; `max_line`, the message cap. Starts the task that writes to `stdin`.
 pub fn split<R, W>(stdout: R, stdin: W, max_line: usize, tasks: &Tasks) -> (DivertingReader<R>, LineWriter, StdioRelay)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let stdin = Arc::new(Stdin { writer: tokio::sync::Mutex::new(Some(Box::new(stdin))), queue: tx, queued: AtomicUsize::new(0) });
-    tasks.spawn("writing to an app's stdin", write_queued(stdin.clone(), rx));
+    tasks.spawn("writing to an app's stdin", write_queued(stdin, rx));
+    let stdin = Arc::new(Stdin { queue: tx });
     let waiting = Arc::new(Waiting::default());
     let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false };
     let writer = LineWriter { stdin: stdin.clone(), partial: Vec::new() };
     (reader, writer, StdioRelay { stdin, waiting, next_id: AtomicU64::new(1) })
 }
 
-/// Writes the queued messages, in order, until rmcp closes its transport (which closes the app's
-/// stdin) or the app stops reading.
-async fn write_queued(stdin: Arc<Stdin>, mut queue: mpsc::UnboundedReceiver<Outgoing>) {
-    while let Some(next) = queue.recv().await {
-        match next {
-            Outgoing::Lines(bytes) => {
-                let written = stdin.write(&bytes).await;
-                stdin.queued.fetch_sub(1, Ordering::AcqRel);
-                if !written {
-                    return;
-                }
-            }
-            Outgoing::Close => return stdin.close().await,
+/// Writes the queued messages, in order, until rmcp closes its transport or the app stops
+/// reading; the app's stdin closes on return.
+async fn write_queued<W: AsyncWrite + Unpin>(mut stdin: W, mut queue: mpsc::UnboundedReceiver<Outgoing>) {
+    while let Some(Outgoing::Lines(bytes)) = queue.recv().await {
+        if let Err(e) = async { stdin.write_all(&bytes).await?; stdin.flush().await }.await {
+            tracing::debug!("the app's stdin is closed: {e}");
+            return;
         }
     }
 }
@@ -159,7 +122,7 @@ impl StdioRelay {
         self.waiting.answers.lock().insert(id.clone(), tx);
         // The entry goes when the call does, however it ends.
         let _forget = Forget { waiting: &self.waiting, id: &id };
-        if !self.send(&request).await {
+        if !self.send(&request) {
             return Relayed::Done(Err(UpstreamError::Transport("the app's stdin is closed".into())));
         }
         let outcome = tokio::select! {
@@ -170,23 +133,23 @@ impl StdioRelay {
                 },
                 Ok(Err(_)) => Err(UpstreamError::Transport("the app's output ended before its answer".into())),
                 Err(_) => {
-                    self.send(&cancelled_notification(&id, "the gateway's request timed out")).await;
+                    self.send(&cancelled_notification(&id, "the gateway's request timed out"));
                     Err(UpstreamError::Timeout(call.timeout))
                 }
             },
             _ = call.cancel.cancelled() => {
-                self.send(&cancelled_notification(&id, "cancelled by the client of the gateway")).await;
+                self.send(&cancelled_notification(&id, "cancelled by the client of the gateway"));
                 Err(UpstreamError::Cancelled)
             }
         };
         Relayed::Done(outcome)
     }
 
-    /// Writes one message as a line; false when the app's stdin is closed.
-    async fn send(&self, message: &Value) -> bool {
+    /// Sends one message as a line; false when the app's stdin is closed.
+    fn send(&self, message: &Value) -> bool {
         let mut line = serde_json::to_vec(message).unwrap_or_default();
         line.push(b'\n');
-        self.stdin.send(line).await
+        self.stdin.queue(line)
     }
 }
 
@@ -470,16 +433,13 @@ unfinished";
         // rmcp's framing may hand a message over in pieces; the short way's line goes between
         // two of rmcp's messages, never inside one, and never before one rmcp sent earlier.
         writer.write_all(b"{\"i\":0}\n{\"a\":").await.unwrap();
-        assert!(relay.send(&serde_json::json!({ "b": 2 })).await, "queued behind rmcp's first");
+        assert!(relay.send(&serde_json::json!({ "b": 2 })));
         writer.write_all(b"1}\n").await.unwrap();
-        while relay.stdin.queued.load(Ordering::Acquire) > 0 {
-            tokio::task::yield_now().await;
-        }
-        assert!(relay.send(&serde_json::json!({ "c": 3 })).await, "written at once");
+        assert!(relay.send(&serde_json::json!({ "c": 3 })));
         drop(writer);
         let mut written = String::new();
         app_reads.read_to_string(&mut written).await.unwrap();
         assert_eq!(written, "{\"i\":0}\n{\"b\":2}\n{\"a\":1}\n{\"c\":3}\n");
-        assert!(!relay.send(&serde_json::json!({ "d": 4 })).await, "stdin is closed once rmcp closed");
+        assert!(!relay.send(&serde_json::json!({ "d": 4 })), "stdin is closed once rmcp closed");
     }
 }
