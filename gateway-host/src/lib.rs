@@ -13,6 +13,7 @@ pub mod commands;
 pub mod config_keys;
 #[doc(hidden)]
 pub mod logging;
+pub mod memory;
 #[doc(hidden)]
 pub mod serve;
 #[doc(hidden)]
@@ -22,7 +23,6 @@ mod chat;
 mod env_overrides;
 mod gateway_config;
 mod http;
-mod memory;
 mod metrics;
 mod module_host;
 mod module_loader;

@@ -79,6 +79,14 @@ enum Command {
     },
 }
 
+/// jemalloc, for the reasons in `memory.rs`.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// The settings jemalloc reads at its first allocation (the symbol name is its prefixed one).
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static ALLOCATOR_CONF: &[u8] = gateway_host::memory::ALLOCATOR_CONF;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The log format comes from the configuration, so it is read first (quietly: the command reads

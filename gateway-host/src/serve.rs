@@ -36,7 +36,6 @@ pub fn module_info(config: Option<&Path>, module: Option<&Path>) -> Result<(), B
 }
 
 pub fn run(config: Option<&Path>, module: Option<&Path>, urls: Option<&str>) -> Result<(), BoxError> {
-    crate::memory::limit_arenas();
     let (settings, loaded) = load(config, module)?;
     let urls = urls.map(str::to_string).or_else(|| settings.get_str("Gateway:Urls")).unwrap_or(DEFAULT_URLS.into());
     let addrs = parse_urls(&urls)?;
@@ -80,7 +79,6 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
     });
 
     tokio::spawn(swap_on_sighup(state.clone(), config));
-    tokio::spawn(crate::memory::trim_after_bursts());
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let limits = ConnectionLimits::from_settings(&state.settings);

@@ -16,6 +16,7 @@
 //! | path escapes in `command` / `workingDirectory` | same test (apps `escape-wd`, `escape-abs`: refused, naming the field; `escape-cmd`: runs; `validate` names where it leads); unit test `path_escapes_of_working_directory_are_errors_and_of_command_warnings` in `mcpapp-plugin/src/apps/manifest.rs` |
 //! | crash mid-call | `a_crash_mid_call_ends_every_call_at_once_and_leaves_no_grandchild` (the app's own `exit` mid-call); an external SIGKILL mid-call: `module_apps.rs` `killed_app_is_noticed_calls_end_at_once_and_it_restarts`; the crash-loop cap: `module_apps.rs` `crash_loop_stops_at_the_cap_until_an_explicit_start` |
 //! | forking a grandchild that ignores SIGTERM | same test (on the crash, and on the gateway's SIGTERM with an app that ignores SIGTERM too); a plain grandchild on SIGKILL of the gateway: `app_processes.rs` `sigkill_of_the_gateway_leaves_no_app_process_or_grandchild`; on graceful shutdown: `graceful_shutdown.rs` |
+//! | not reading its stdin (alive, its pipe full) | `an_app_that_stops_reading_its_stdin_gets_a_bounded_queue_and_every_call_ends`; unit test `what_waits_for_an_app_that_does_not_read_is_bounded` in `mcpapp-plugin/src/upstream/stdio_relay.rs` |
 //! | hang (a call that never answers) | `a_hanging_call_ends_with_a_timeout_while_other_calls_are_served`; in process: `module_apps.rs` `hanging_tool_call_returns_error_after_the_request_timeout`; an http app that stops answering altogether (SIGSTOP): `app_processes.rs` `a_launched_http_app_that_stops_answering_is_restarted` |
 //! | garbage on stdout | `garbage_between_the_frames_on_stdout_is_skipped` |
 //! | a 50 MB result | `a_50_mb_result_reaches_the_caller_over_stdio_and_http` (and a 70 MiB one, over the cap) |
@@ -355,6 +356,65 @@ fn a_hanging_call_ends_with_a_timeout_while_other_calls_are_served() {
     assert_eq!(count_logs(&gw, "Connecting to McpApp 'sloth'"), 1, "{}", gw.logs());
     let p = read_pid(&pid, Duration::from_secs(5));
     stop_and_check_no_process_left(gw, dir.path(), &[("sloth".into(), p)]);
+}
+
+/// An app that stops reading its stdin while it stays alive (its pipe full): what waits to be
+/// written to it is bounded — calls past the bound fail at once, saying the app does not read
+/// and how much waits — every call ends, and the healthy app serves meanwhile.
+#[test]
+fn an_app_that_stops_reading_its_stdin_gets_a_bounded_queue_and_every_call_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    let pid = dir.path().join("deaf.pid");
+    let deaf = stdio_app("deaf", &["--stop-reading-on", "tools/call", "--pid-file", &arg(&pid)]);
+    write_manifest(&apps, "deaf", &with(deaf, json!({ "requestTimeoutSeconds": 3 })));
+    write_manifest(&apps, "healthy", &stdio_app("healthy", &[]));
+    let gw = GatewayProcess::start(config_for(dir.path()));
+    wait_state(&gw, "deaf", "running");
+    wait_state(&gw, "healthy", "running");
+
+    // The first call makes the app stop reading: it is never answered.
+    let first = app_call(&gw, "deaf", "echo", json!({ "text": "hello" }));
+    let failure = failure_text(&first).unwrap_or_else(|| panic!("answered: {first}"));
+    assert!(failure.contains("timed out"), "{failure}");
+
+    // Rounds of 24 concurrent calls of 1 MiB each: the pipe holds 64 KiB, the gateway's queue
+    // some 16 MiB more; the calls beyond are refused, naming what waits, which never grows past
+    // the bound however many rounds come.
+    let base = gw.base_url().to_string();
+    let text = "x".repeat(1 << 20);
+    let mut refused = Vec::new();
+    let mut timed_out = 0;
+    for _round in 0..2 {
+        let calls: Vec<_> = (0..24)
+            .map(|_| {
+                let (base, text) = (base.clone(), text.clone());
+                std::thread::spawn(move || try_call(&base, "/apps/mcp/deaf", "echo", json!({ "text": text }), Duration::from_secs(60)))
+            })
+            .collect();
+        for call in calls {
+            let (response, _) = call.join().unwrap().unwrap_or_else(|e| panic!("{e}\n{}", gw.logs()));
+            let failure = failure_text(&response).unwrap_or_else(|| panic!("answered: {response}"));
+            if failure.contains("not reading its stdin") {
+                refused.push(failure);
+            } else {
+                assert!(failure.contains("timed out"), "{failure}");
+                timed_out += 1;
+            }
+        }
+    }
+    assert!(timed_out >= 1 && refused.len() >= 24, "{timed_out} timed out, {} refused", refused.len());
+    for failure in &refused {
+        let waiting = failure.split("not reading its stdin: ").nth(1).and_then(|rest| rest.split(' ').next());
+        let kib: u64 = waiting.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{failure}"));
+        assert!((16 * 1024..=18 * 1024).contains(&kib), "{kib} KiB waiting: {failure}");
+    }
+
+    assert_serves(&gw, "healthy", "while deaf does not read");
+    let app = health_app(&gw, "deaf");
+    assert_eq!(app["state"], "running", "{app}");
+    let p = read_pid(&pid, Duration::from_secs(5));
+    stop_and_check_no_process_left(gw, dir.path(), &[("deaf".into(), p)]);
 }
 
 /// Non-JSON lines (and JSON that is no message for the gateway) between the MCP frames on stdout

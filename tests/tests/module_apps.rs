@@ -479,26 +479,35 @@ fn default_configuration_runs_grocery_inventory() {
     assert!(status.success());
 }
 
-/// A tool call to an HTTP app of an initialize-era revision goes the short way
-/// (`upstream/http_relay.rs`): on the session rmcp opened, with the headers rmcp sends on it, under
-/// a request id of its own (a string, so it never meets rmcp's numbers). One of the 2026-07-28
-/// revision still goes through rmcp, which adds that revision's per-request headers.
-#[test]
-fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
+/// A module running two test-apps made by `app`: "old" of the initialize era, "new" of 2026-07-28.
+fn old_and_new_apps(app: fn(&str, &[&str]) -> Value) -> TestModule {
     let m = TestModule::new(json!({}));
-    m.add_app("old", &http_app("old", &[]));
-    let mut modern = http_app("new", &[]);
+    m.add_app("old", &app("old", &[]));
+    let mut modern = app("new", &[]);
     modern["protocolVersion"] = json!("2026-07-28");
     m.add_app("new", &modern);
     m.reload();
     for id in ["old", "new"] {
         assert!(m.wait_state(id, "running", SECS(20)), "{id}: {}", m.app(id).last_error);
     }
-    let info = |app: &str| -> Value {
-        let outcome = m.call(app, "client_info", "{}");
-        assert!(!outcome.is_error, "{app}: {}", outcome.text);
-        serde_json::from_str(outcome.structured_content_json.as_str()).unwrap()
-    };
+    m
+}
+
+/// What the test-app's `client_info` tool saw of its call (request id, headers, client).
+fn client_info(m: &TestModule, app: &str) -> Value {
+    let outcome = m.call(app, "client_info", "{}");
+    assert!(!outcome.is_error, "{app}: {}", outcome.text);
+    serde_json::from_str(outcome.structured_content_json.as_str()).unwrap()
+}
+
+/// A tool call to an HTTP app of an initialize-era revision goes the short way
+/// (`upstream/http_relay.rs`): on the session rmcp opened, with the headers rmcp sends on it, under
+/// a request id of its own (a string, so it never meets rmcp's numbers). One of the 2026-07-28
+/// revision still goes through rmcp, which adds that revision's per-request headers.
+#[test]
+fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
+    let m = old_and_new_apps(http_app);
+    let info = |app: &str| client_info(&m, app);
     let first = info("old");
     let id = first["requestId"].as_str().unwrap_or_else(|| panic!("not the short way's id: {first}"));
     assert!(id.starts_with("gw-"), "{first}");
@@ -527,20 +536,8 @@ fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
 /// short way's and rmcp's mixed, each get their own answer; a 2026-07-28 session stays rmcp's.
 #[test]
 fn tool_calls_to_a_stdio_app_go_the_short_way_beside_rmcps_session() {
-    let m = TestModule::new(json!({}));
-    m.add_app("old", &stdio_app("old", &[]));
-    let mut modern = stdio_app("new", &[]);
-    modern["protocolVersion"] = json!("2026-07-28");
-    m.add_app("new", &modern);
-    m.reload();
-    for id in ["old", "new"] {
-        assert!(m.wait_state(id, "running", SECS(20)), "{id}: {}", m.app(id).last_error);
-    }
-    let info = |app: &str| -> Value {
-        let outcome = m.call(app, "client_info", "{}");
-        assert!(!outcome.is_error, "{app}: {}", outcome.text);
-        serde_json::from_str(outcome.structured_content_json.as_str()).unwrap()
-    };
+    let m = old_and_new_apps(stdio_app);
+    let info = |app: &str| client_info(&m, app);
     let first = info("old");
     let id = first["requestId"].as_str().unwrap_or_else(|| panic!("not the short way's id: {first}"));
     assert!(id.starts_with("gw-"), "{first}");

@@ -34,6 +34,7 @@ use axum::response::{IntoResponse, Response};
 use host_abi::jsonrpc;
 use rmcp::model::{ClientCapabilities, ErrorCode, Implementation, ServerJsonRpcMessage, ServerNotification, ServerRequest};
 use rmcp::ErrorData;
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
@@ -255,9 +256,10 @@ pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderM
     if meta.get(META_VERSION)?.as_str()? != MODERN || meta.contains_key("progressToken") || meta.contains_key(META_LOG_LEVEL) {
         return None;
     }
-    serde_json::from_value::<Implementation>(meta.get(META_CLIENT_INFO)?.clone()).ok()?;
+    // Read by reference: no copy of either just to check that it reads.
+    Implementation::deserialize(meta.get(META_CLIENT_INFO)?).ok()?;
     let declared = meta.get(META_CAPABILITIES)?;
-    let typed: ClientCapabilities = serde_json::from_value(declared.clone()).ok()?;
+    let typed = ClientCapabilities::deserialize(declared).ok()?;
     if typed.supports_tasks() {
         return None;
     }

@@ -4,8 +4,10 @@
 //! [`containment::contain`]); [`runtime`] owns the module's tokio runtime and is the only way a
 //! task starts; [`logging`] and [`events`] are the module's two channels to the host's sink;
 //! [`calls`] tracks the calls in flight for `cancel(call_id)`; [`faults`] is the test-only fault
-//! injection.
+//! injection; [`allocator`] is the module's own allocator.
 
+#[cfg(not(fuzzing))]
+mod allocator;
 pub mod calls;
 pub mod containment;
 pub mod events;

@@ -9,7 +9,9 @@
 //!   its handling of broken lines are unchanged;
 //! - stdin: one task writes whole messages in order, rmcp's as [`LineWriter`] completes them and
 //!   the short way's (see [`Stdin`]). When rmcp closes its transport, the task ends and the app's
-//!   stdin closes, as before.
+//!   stdin closes, as before. What waits to be written is bounded ([`QUEUE_LIMIT_BYTES`]): an app
+//!   that stops reading its stdin holds rmcp's next write, as a full pipe did, and a short-way
+//!   call finding the queue full fails at once, naming why.
 //!
 //! What the app does during a short-way call goes the way it went before: its notifications and
 //! questions are rmcp's to read, and reach the call's client through the session's handler
@@ -18,10 +20,11 @@
 use std::collections::HashMap;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
+use futures::task::AtomicWaker;
 use parking_lot::Mutex;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -35,6 +38,12 @@ use crate::upstream::upstream::UpstreamError;
 
 /// The prefix of the short way's request ids.
 const ID_PREFIX: &str = "gw-";
+
+/// Bytes queued for an app's stdin beyond which no message is added until the app reads: the
+/// pipe itself holds 64 KiB, so this is for bursts of calls, not for an app that stopped reading
+/// (it would otherwise grow with every call sent to it until each timed out). One message is
+/// always taken while the queue is below it, whatever its size (up to the 64 MiB message cap).
+pub const QUEUE_LIMIT_BYTES: usize = 16 << 20;
 
 /// The short way to one stdio app (see the module docs).
 pub struct StdioRelay {
@@ -65,12 +74,50 @@ impl Waiting {
 /// stops reading, and a caller giving up never cuts a line short.
 struct Stdin {
     queue: mpsc::UnboundedSender<Outgoing>,
+    /// Bytes queued and not yet written.
+    queued: AtomicUsize,
+    /// rmcp's writer, waiting for room (there is one).
+    room: AtomicWaker,
+}
+
+/// Why a message was not queued.
+#[derive(Debug, PartialEq)]
+enum Refused {
+    Closed,
+    Full(usize),
 }
 
 impl Stdin {
-    /// Queues whole lines; false once the app's stdin is closed.
-    fn queue(&self, lines: Vec<u8>) -> bool {
-        self.queue.send(Outgoing::Lines(lines)).is_ok()
+    /// Queues whole lines unless the app's stdin is closed or [`QUEUE_LIMIT_BYTES`] are waiting.
+    fn queue(&self, lines: Vec<u8>) -> Result<(), Refused> {
+        let queued = self.queued.load(Ordering::Acquire);
+        if queued >= QUEUE_LIMIT_BYTES {
+            return Err(Refused::Full(queued));
+        }
+        self.queue_anyway(lines)
+    }
+
+    /// Queues whole lines whatever is waiting (rmcp's, once it was given room).
+    fn queue_anyway(&self, lines: Vec<u8>) -> Result<(), Refused> {
+        let len = lines.len();
+        self.queued.fetch_add(len, Ordering::AcqRel);
+        self.queue.send(Outgoing::Lines(lines)).map_err(|_| Refused::Closed)
+    }
+
+    /// `len` bytes were written: room for more.
+    fn written(&self, len: usize) {
+        self.queued.fetch_sub(len, Ordering::AcqRel);
+        self.room.wake();
+    }
+
+    /// Ready when there is room for rmcp's next line.
+    fn poll_room(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.queued.load(Ordering::Acquire) < QUEUE_LIMIT_BYTES {
+            return Poll::Ready(());
+        }
+        self.room.register(cx.waker());
+        // Written in between: no wake would come.
+        if self.queued.load(Ordering::Acquire) < QUEUE_LIMIT_BYTES { Poll::Ready(()) } else { Poll::Pending }
     }
 }
 
@@ -90,8 +137,9 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    tasks.spawn("writing to an app's stdin", write_queued(stdin, rx));
-    let stdin = Arc::new(Stdin { queue: tx });
+    let stdin_side = Arc::new(Stdin { queue: tx, queued: AtomicUsize::new(0), room: AtomicWaker::new() });
+    tasks.spawn("writing to an app's stdin", write_queued(stdin, rx, stdin_side.clone()));
+    let stdin = stdin_side;
     let waiting = Arc::new(Waiting::default());
     let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false };
     let writer = LineWriter { stdin: stdin.clone(), partial: Vec::new() };
@@ -100,12 +148,13 @@ where
 
 /// Writes the queued messages, in order, until rmcp closes its transport or the app stops
 /// reading; the app's stdin closes on return.
-async fn write_queued<W: AsyncWrite + Unpin>(mut stdin: W, mut queue: mpsc::UnboundedReceiver<Outgoing>) {
+async fn write_queued<W: AsyncWrite + Unpin>(mut stdin: W, mut queue: mpsc::UnboundedReceiver<Outgoing>, state: Arc<Stdin>) {
     while let Some(Outgoing::Lines(bytes)) = queue.recv().await {
         if let Err(e) = async { stdin.write_all(&bytes).await?; stdin.flush().await }.await {
             tracing::debug!("the app's stdin is closed: {e}");
             return;
         }
+        state.written(bytes.len());
     }
 }
 
@@ -122,8 +171,13 @@ impl StdioRelay {
         self.waiting.answers.lock().insert(id.clone(), tx);
         // The entry goes when the call does, however it ends.
         let _forget = Forget { waiting: &self.waiting, id: &id };
-        if !self.send(&request) {
-            return Relayed::Done(Err(UpstreamError::Transport("the app's stdin is closed".into())));
+        match self.send(&request) {
+            Ok(()) => {}
+            Err(Refused::Closed) => return Relayed::Done(Err(UpstreamError::Transport("the app's stdin is closed".into()))),
+            Err(Refused::Full(queued)) => {
+                let message = format!("the app is not reading its stdin: {} KiB are waiting to be written to it", queued >> 10);
+                return Relayed::Done(Err(UpstreamError::Stalled(message)));
+            }
         }
         let outcome = tokio::select! {
             answer = tokio::time::timeout(call.timeout, rx) => match answer {
@@ -133,20 +187,20 @@ impl StdioRelay {
                 },
                 Ok(Err(_)) => Err(UpstreamError::Transport("the app's output ended before its answer".into())),
                 Err(_) => {
-                    self.send(&cancelled_notification(&id, "the gateway's request timed out"));
+                    let _ = self.send(&cancelled_notification(&id, "the gateway's request timed out"));
                     Err(UpstreamError::Timeout(call.timeout))
                 }
             },
             _ = call.cancel.cancelled() => {
-                self.send(&cancelled_notification(&id, "cancelled by the client of the gateway"));
+                let _ = self.send(&cancelled_notification(&id, "cancelled by the client of the gateway"));
                 Err(UpstreamError::Cancelled)
             }
         };
         Relayed::Done(outcome)
     }
 
-    /// Sends one message as a line; false when the app's stdin is closed.
-    fn send(&self, message: &Value) -> bool {
+    /// Sends one message as a line.
+    fn send(&self, message: &Value) -> Result<(), Refused> {
         let mut line = serde_json::to_vec(message).unwrap_or_default();
         line.push(b'\n');
         self.stdin.queue(line)
@@ -175,13 +229,15 @@ pub struct LineWriter {
 }
 
 impl AsyncWrite for LineWriter {
-    fn poll_write(self: Pin<&mut Self>, _cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    /// Waits for room in the queue first, as a write to a full pipe would.
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        ready!(this.stdin.poll_room(cx));
         this.partial.extend_from_slice(buf);
         if let Some(last) = memchr::memrchr(b'\n', &this.partial) {
             let rest = this.partial.split_off(last + 1);
             let lines = std::mem::replace(&mut this.partial, rest);
-            if !this.stdin.queue(lines) {
+            if this.stdin.queue_anyway(lines).is_err() {
                 return Poll::Ready(Err(io::Error::new(io::ErrorKind::BrokenPipe, "the app's stdin is closed")));
             }
         }
@@ -433,13 +489,47 @@ unfinished";
         // rmcp's framing may hand a message over in pieces; the short way's line goes between
         // two of rmcp's messages, never inside one, and never before one rmcp sent earlier.
         writer.write_all(b"{\"i\":0}\n{\"a\":").await.unwrap();
-        assert!(relay.send(&serde_json::json!({ "b": 2 })));
+        assert_eq!(relay.send(&serde_json::json!({ "b": 2 })), Ok(()));
         writer.write_all(b"1}\n").await.unwrap();
-        assert!(relay.send(&serde_json::json!({ "c": 3 })));
+        assert_eq!(relay.send(&serde_json::json!({ "c": 3 })), Ok(()));
         drop(writer);
         let mut written = String::new();
         app_reads.read_to_string(&mut written).await.unwrap();
         assert_eq!(written, "{\"i\":0}\n{\"b\":2}\n{\"a\":1}\n{\"c\":3}\n");
-        assert!(!relay.send(&serde_json::json!({ "d": 4 })), "stdin is closed once rmcp closed");
+        assert_eq!(relay.send(&serde_json::json!({ "d": 4 })), Err(Refused::Closed), "stdin is closed once rmcp closed");
+    }
+
+    #[tokio::test]
+    async fn what_waits_for_an_app_that_does_not_read_is_bounded() {
+        let tasks = Tasks::new(tokio::runtime::Handle::current());
+        // The app reads nothing: the pipe (64 KiB here) fills, then the queue.
+        let (app_stdin, mut app_reads) = tokio::io::duplex(64 << 10);
+        let (_reader, mut writer, relay) = split(tokio::io::empty(), app_stdin, 64 << 20, &tasks);
+        let big = serde_json::json!({ "text": "x".repeat(1 << 20) });
+        let mut taken = 0;
+        let refused = loop {
+            match relay.send(&big) {
+                Ok(()) => taken += 1,
+                Err(refused) => break refused,
+            }
+            assert!(taken <= 64, "nothing refused after {taken} MiB");
+            tokio::task::yield_now().await;
+        };
+        assert!(matches!(refused, Refused::Full(queued) if queued >= QUEUE_LIMIT_BYTES), "{refused:?}");
+        assert!((16..=17).contains(&taken), "{taken} messages of 1 MiB taken");
+        // rmcp's next write waits for room, as on a full pipe; it goes on once the app reads.
+        let mut rmcps = Box::pin(writer.write_all(b"{\"rmcp\":1}\n"));
+        assert!(futures::poll!(rmcps.as_mut()).is_pending(), "rmcp's write waits");
+        let tail = "{\"rmcp\":1}\n{\"after\":true}\n";
+        let mut all = vec![0; taken * (serde_json::to_vec(&big).unwrap().len() + 1) + tail.len()];
+        let writing = async {
+            rmcps.await.unwrap();
+            assert_eq!(relay.send(&serde_json::json!({ "after": true })), Ok(()), "room again");
+        };
+        let (read, ()) = tokio::join!(app_reads.read_exact(&mut all), writing);
+        read.unwrap();
+        let all = String::from_utf8(all).unwrap();
+        assert_eq!(all.lines().count(), taken + 2, "every message taken was written whole");
+        assert!(all.ends_with(tail));
     }
 }

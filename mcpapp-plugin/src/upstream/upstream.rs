@@ -60,6 +60,9 @@ pub enum UpstreamError {
     Transport(String),
     #[error("the request was cancelled")]
     Cancelled,
+    /// The app does not take what is sent to it (it stopped reading its stdin).
+    #[error("{0}")]
+    Stalled(String),
     #[error("{0}")]
     Invalid(String),
 }
@@ -85,7 +88,7 @@ impl UpstreamError {
                 }
                 e
             }
-            UpstreamError::Timeout(_) => json!({ "code": jsonrpc::UPSTREAM_FAILED, "message": self.to_string() }),
+            UpstreamError::Timeout(_) | UpstreamError::Stalled(_) => json!({ "code": jsonrpc::UPSTREAM_FAILED, "message": self.to_string() }),
             other => json!({ "code": jsonrpc::INTERNAL_ERROR, "message": other.to_string() }),
         }
     }

@@ -151,9 +151,19 @@ pub fn garbage_stdout() -> Box<dyn AsyncWrite + Send + Unpin> {
     Box::new(app_side)
 }
 
-/// `--crash-on METHOD`: the reader rmcp gets; a task passes stdin's lines on, and exits the whole
-/// process with code 6 when a message for `method` arrives (before the app sees it).
-pub fn crash_on(stdin: impl AsyncRead + Send + Unpin + 'static, method: String) -> Box<dyn AsyncRead + Send + Unpin> {
+/// What `--crash-on` and `--stop-reading-on` do when their method arrives.
+#[derive(Clone, Copy)]
+pub enum OnMethod {
+    /// Exit the whole process with code 6.
+    Crash,
+    /// Read stdin no more (the message is not passed on), and stay: what is written to the app
+    /// fills the pipe and waits there.
+    StopReading,
+}
+
+/// The reader rmcp gets for `--crash-on` / `--stop-reading-on METHOD`: a task passes stdin's
+/// lines on until a message for `method` arrives (before the app sees it), then does `action`.
+pub fn on_method(stdin: impl AsyncRead + Send + Unpin + 'static, method: String, action: OnMethod) -> Box<dyn AsyncRead + Send + Unpin> {
     let (mut relay_side, app_side) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         let mut lines = BufReader::new(stdin).lines();
@@ -163,8 +173,17 @@ pub fn crash_on(stdin: impl AsyncRead + Send + Unpin + 'static, method: String) 
                 .and_then(|m| m.get("method").and_then(Value::as_str).map(|m| m == method))
                 .unwrap_or(false);
             if asked {
-                eprintln!("test-app: --crash-on {method}: exiting with code 6");
-                std::process::exit(6);
+                match action {
+                    OnMethod::Crash => {
+                        eprintln!("test-app: --crash-on {method}: exiting with code 6");
+                        std::process::exit(6);
+                    }
+                    OnMethod::StopReading => {
+                        eprintln!("test-app: --stop-reading-on {method}: no longer reading stdin");
+                        // Both ends stay open (this task holds them): nothing ends, nothing is read.
+                        std::future::pending::<()>().await;
+                    }
+                }
             }
             if relay_side.write_all(line.as_bytes()).await.is_err() || relay_side.write_all(b"\n").await.is_err() {
                 break;

@@ -121,6 +121,10 @@ struct Cli {
     /// answering it (e.g. `initialize`, `tools/list`, `tools/call`).
     #[arg(long, value_name = "METHOD")]
     crash_on: Option<String>,
+    /// stdio: stop reading stdin when a request (or notification) for this method arrives (it is
+    /// not answered), and stay: an app that no longer takes what the gateway writes to it.
+    #[arg(long, value_name = "METHOD")]
+    stop_reading_on: Option<String>,
     /// stdio: write a garbage line (text, broken JSON, stray responses, non-UTF-8 bytes, a 1 MiB
     /// line) before every MCP frame on stdout.
     #[arg(long)]
@@ -1006,9 +1010,10 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
             inner: tokio::io::stdin(),
             eof: shared.closing.clone(),
         };
-        let input: Box<dyn tokio::io::AsyncRead + Send + Unpin> = match shared.cli.crash_on.clone() {
-            Some(method) => faults::crash_on(stdin, method),
-            None => Box::new(stdin),
+        let input: Box<dyn tokio::io::AsyncRead + Send + Unpin> = match (shared.cli.crash_on.clone(), shared.cli.stop_reading_on.clone()) {
+            (Some(method), _) => faults::on_method(stdin, method, faults::OnMethod::Crash),
+            (None, Some(method)) => faults::on_method(stdin, method, faults::OnMethod::StopReading),
+            (None, None) => Box::new(stdin),
         };
         let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match shared.cli.garbage_stdout {
             true => faults::garbage_stdout(),
