@@ -52,10 +52,11 @@ pub struct StdioRelay {
     next_id: AtomicU64,
 }
 
-/// Requests of the short way waiting for their answer line, by id.
+/// Requests of the short way waiting for their answer, by id: the answer's line, or why it
+/// cannot be had.
 #[derive(Default)]
 struct Waiting {
-    answers: Mutex<HashMap<String, oneshot::Sender<Vec<u8>>>>,
+    answers: Mutex<HashMap<String, oneshot::Sender<Result<Vec<u8>, UpstreamError>>>>,
     /// The app's stdout ended: nothing will be answered any more.
     closed: AtomicBool,
 }
@@ -100,8 +101,12 @@ impl Stdin {
     /// Queues whole lines whatever is waiting (rmcp's, once it was given room).
     fn queue_anyway(&self, lines: Vec<u8>) -> Result<(), Refused> {
         let len = lines.len();
+        // Counted before it can be written (and so uncounted), taken back if it never will be.
         self.queued.fetch_add(len, Ordering::AcqRel);
-        self.queue.send(Outgoing::Lines(lines)).map_err(|_| Refused::Closed)
+        self.queue.send(Outgoing::Lines(lines)).map_err(|_| {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            Refused::Closed
+        })
     }
 
     /// `len` bytes were written: room for more.
@@ -137,9 +142,9 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let stdin_side = Arc::new(Stdin { queue: tx, queued: AtomicUsize::new(0), room: AtomicWaker::new() });
-    tasks.spawn("writing to an app's stdin", write_queued(stdin, rx, stdin_side.clone()));
-    let stdin = stdin_side;
+    let state = Arc::new(Stdin { queue: tx, queued: AtomicUsize::new(0), room: AtomicWaker::new() });
+    tasks.spawn("writing to an app's stdin", write_queued(stdin, rx, state.clone()));
+    let stdin = state;
     let waiting = Arc::new(Waiting::default());
     let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false };
     let writer = LineWriter { stdin: stdin.clone(), partial: Vec::new() };
@@ -181,10 +186,11 @@ impl StdioRelay {
         }
         let outcome = tokio::select! {
             answer = tokio::time::timeout(call.timeout, rx) => match answer {
-                Ok(Ok(line)) => match serde_json::from_slice::<Value>(&line) {
+                Ok(Ok(Ok(line))) => match serde_json::from_slice::<Value>(&line) {
                     Ok(message) => response_outcome(message),
                     Err(e) => Err(UpstreamError::Invalid(format!("the app's answer is not JSON: {e}"))),
                 },
+                Ok(Ok(Err(e))) => Err(e),
                 Ok(Err(_)) => Err(UpstreamError::Transport("the app's output ended before its answer".into())),
                 Err(_) => {
                     let _ = self.send(&cancelled_notification(&id, "the gateway's request timed out"));
@@ -289,7 +295,8 @@ struct Envelope {
 impl<R> DivertingReader<R> {
     /// Moves every complete line of `pending` to rmcp's bytes, unless it answers a waiting
     /// request. A line longer than the message cap is rmcp's, whatever it is (rmcp drops it, as
-    /// it did before; the request it answered fails at its timeout, as it did before).
+    /// it did before); the short-way request it answers, when its start names one, fails at once
+    /// ([`Self::fail_oversized`]) instead of at its timeout.
     fn sort_lines(&mut self) {
         loop {
             if self.passing {
@@ -304,6 +311,7 @@ impl<R> DivertingReader<R> {
             let Some(i) = memchr::memchr(b'\n', &self.pending[self.scanned..]) else {
                 self.scanned = self.pending.len();
                 if self.pending.len() > self.max_line {
+                    self.fail_oversized(&self.pending);
                     self.passing = true;
                     continue;
                 }
@@ -311,6 +319,7 @@ impl<R> DivertingReader<R> {
             };
             let line = self.take_line(self.scanned + i + 1);
             if line.len() > self.max_line {
+                self.fail_oversized(&line);
                 self.out_extend(line);
             } else if let Some(line) = self.divert(line) {
                 self.out_extend(line);
@@ -352,12 +361,94 @@ impl<R> DivertingReader<R> {
             _ => return Some(line),
         };
         match self.waiting.answers.lock().remove(&id) {
-            Some(tx) => drop(tx.send(line)),
+            Some(tx) => drop(tx.send(Ok(line))),
             // A request that ended first (cancelled, timed out): its late answer is dropped, as
             // rmcp drops one.
             None => tracing::debug!("dropping the late answer to {id}"),
         }
         None
+    }
+}
+
+impl<R> DivertingReader<R> {
+    /// A line over the cap that starts like an answer to a waiting request fails that request
+    /// with an error naming the cap, as the HTTP short way does.
+    fn fail_oversized(&self, line: &[u8]) {
+        let Some(id) = leading_id(&line[..line.len().min(LEADING_ID_SCAN)]) else { return };
+        if !id.starts_with(ID_PREFIX) {
+            return;
+        }
+        if let Some(tx) = self.waiting.answers.lock().remove(id) {
+            let message = format!("the app's answer is larger than {} bytes", self.max_line);
+            let _ = tx.send(Err(UpstreamError::Invalid(message)));
+        }
+    }
+}
+
+/// How far into an over-cap line its `id` is looked for.
+const LEADING_ID_SCAN: usize = 4096;
+
+/// The string `id` of the JSON object that `prefix` starts, when it comes among its first
+/// members, before any member whose value is an object or an array (so `"id"` inside a result is
+/// never taken for it). An id with escapes is not recognised (the short way's ids have none).
+fn leading_id(prefix: &[u8]) -> Option<&str> {
+    let mut at = 0;
+    let skip_ws = |at: &mut usize| {
+        while prefix.get(*at).is_some_and(u8::is_ascii_whitespace) {
+            *at += 1;
+        }
+    };
+    // The bytes of the string starting at `*at` (a quote), without its quotes.
+    let string = |at: &mut usize| -> Option<&[u8]> {
+        if prefix.get(*at) != Some(&b'"') {
+            return None;
+        }
+        let start = *at + 1;
+        let mut i = start;
+        loop {
+            match prefix.get(i)? {
+                b'"' => break,
+                b'\\' => i += 2,
+                _ => i += 1,
+            }
+        }
+        *at = i + 1;
+        Some(&prefix[start..i])
+    };
+    skip_ws(&mut at);
+    if prefix.get(at) != Some(&b'{') {
+        return None;
+    }
+    at += 1;
+    loop {
+        skip_ws(&mut at);
+        let key = string(&mut at)?;
+        skip_ws(&mut at);
+        if prefix.get(at) != Some(&b':') {
+            return None;
+        }
+        at += 1;
+        skip_ws(&mut at);
+        if key == b"id" {
+            let value = string(&mut at)?;
+            return if value.contains(&b'\\') { None } else { std::str::from_utf8(value).ok() };
+        }
+        match prefix.get(at)? {
+            b'"' => {
+                string(&mut at)?;
+            }
+            b'{' | b'[' => return None,
+            _ => {
+                while !matches!(prefix.get(at)?, b',' | b'}') {
+                    at += 1;
+                }
+            }
+        }
+        skip_ws(&mut at);
+        match prefix.get(at)? {
+            b',' => at += 1,
+            _ => return None,
+        }
     }
 }
 
@@ -424,7 +515,7 @@ mod tests {
         (DivertingReader { inner, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false }, waiting)
     }
 
-    fn wait_for(waiting: &Waiting, id: &str) -> oneshot::Receiver<Vec<u8>> {
+    fn wait_for(waiting: &Waiting, id: &str) -> oneshot::Receiver<Result<Vec<u8>, UpstreamError>> {
         let (tx, rx) = oneshot::channel();
         waiting.answers.lock().insert(id.to_string(), tx);
         rx
@@ -450,7 +541,7 @@ unfinished";
 not json \"gw-1\n\
 unfinished";
             assert_eq!(passed, expected, "chunks of {chunk}");
-            let answer: Value = serde_json::from_slice(&answer.await.unwrap()).unwrap();
+            let answer: Value = serde_json::from_slice(&answer.await.unwrap().unwrap()).unwrap();
             assert_eq!(answer["result"], serde_json::json!({ "content": [] }));
             assert!(waiting.closed.load(Ordering::Acquire), "the end of the output closes the table");
         }
@@ -467,18 +558,42 @@ unfinished";
     }
 
     #[tokio::test]
-    async fn a_line_over_the_cap_is_rmcps_unexamined() {
-        let input: &'static [u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"0123456789\"}}\n{\"jsonrpc\":\"2.0\",\"id\":\"gw-2\",\"result\":{}}\n";
+    async fn a_line_over_the_cap_is_rmcps_and_fails_the_request_it_answers_at_once() {
+        let input: &'static [u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"0123456789\"}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":\"gw-2\",\"result\":{}}\n\
+{\"result\":{\"id\":\"gw-3\",\"text\":\"0123456789abcdef\"}}\n";
         for chunk in [3, 8192] {
             let (reader, waiting) = reader(input, chunk, 50);
             let long = wait_for(&waiting, "gw-1");
             let short = wait_for(&waiting, "gw-2");
+            let unnamed = wait_for(&waiting, "gw-3");
             let mut passed = String::new();
             BufReader::new(reader).read_to_string(&mut passed).await.unwrap();
-            assert_eq!(passed, "{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"0123456789\"}}\n", "chunks of {chunk}");
-            assert!(long.await.is_err(), "the long answer is not delivered");
-            assert!(short.await.is_ok(), "the next line is examined again");
+            assert_eq!(
+                passed,
+                "{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"0123456789\"}}\n{\"result\":{\"id\":\"gw-3\",\"text\":\"0123456789abcdef\"}}\n",
+                "chunks of {chunk}: lines over the cap are rmcp's"
+            );
+            match long.await {
+                Ok(Err(UpstreamError::Invalid(message))) => assert_eq!(message, "the app's answer is larger than 50 bytes"),
+                other => panic!("chunks of {chunk}: {other:?}"),
+            }
+            assert!(short.await.unwrap().is_ok(), "the next line is examined again");
+            assert!(unnamed.await.is_err(), "an id inside the result is not the answer's: left to the timeout (here, the end)");
         }
+    }
+
+    #[test]
+    fn the_leading_id_is_a_top_level_string_before_any_nested_value() {
+        assert_eq!(leading_id(b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-7\",\"result\":{\"te"), Some("gw-7"));
+        assert_eq!(leading_id(b" {\n \"jsonrpc\" : \"2.0\" , \"x\": 12.5e3, \"ok\":true, \"id\" : \"gw-8\""), Some("gw-8"));
+        assert_eq!(leading_id(b"{\"id\":\"a\\\"b\"}"), None, "escaped ids are not the short way's");
+        assert_eq!(leading_id(b"{\"s\":\"x\\\"id\\\":\\\"gw-1\",\"id\":\"gw-2\"}"), Some("gw-2"), "a key inside a string is not a key");
+        assert_eq!(leading_id(b"{\"result\":{\"id\":\"gw-3\"},\"id\":\"gw-4\"}"), None, "not past a nested value");
+        assert_eq!(leading_id(b"{\"id\":5}"), None);
+        assert_eq!(leading_id(b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-"), None, "cut short");
+        assert_eq!(leading_id(b"[{\"id\":\"gw-1\"}]"), None);
+        assert_eq!(leading_id(b""), None);
     }
 
     #[tokio::test]
