@@ -96,7 +96,7 @@ async fn poll_until(
 }
 
 fn status(got: &GetTaskResult) -> TaskStatus {
-    got.task.task.status.clone()
+    got.task.task.status
 }
 
 /// On both endpoints (`/mcp`: names with the app's prefix; `/apps/mcp/t`: the app's own names),

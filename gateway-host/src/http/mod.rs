@@ -8,6 +8,11 @@
 //!
 //! The sandbox origin app UIs are framed from is a separate router on separate listeners
 //! ([`sandbox::router`]): none of the routes here exist on it.
+//!
+//! A handler's helpers return `Result<_, Response>`: the error is the finished answer (status,
+//! JSON body), so `?` ends the request where the problem is found. A `Response` is larger than
+//! clippy likes in an `Err`, but it is built only on that path, once per request.
+#![allow(clippy::result_large_err)]
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -419,7 +419,8 @@ mod tests {
         assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &body()).is_none(), "a parameter header");
         let legacy = Compatibility { enable_discovery_first: true, force_legacy_initialize: true };
         assert!(eligible(legacy, &Method::POST, &parts(HEADERS), &body()).is_none(), "an endpoint without 2026-07-28");
-        let variants: Vec<Box<dyn Fn(&mut Value)>> = vec![
+        type Change = Box<dyn Fn(&mut Value)>;
+        let variants: Vec<Change> = vec![
             Box::new(|b| b["params"]["_meta"]["progressToken"] = json!(1)),
             Box::new(|b| b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25")),
             Box::new(|b| b["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = json!("x")),

@@ -15,7 +15,7 @@ use crate::abi::events::EventSink;
 use crate::apps::registry::Registry;
 use crate::upstream::app_server::{unavailable, AppKind, CallError};
 use crate::upstream::relay::Relays;
-use crate::upstream::upstream::UpstreamError;
+use crate::upstream::session::UpstreamError;
 
 /// Methods forwarded to apps.
 pub const FORWARDED_METHODS: &[&str] = &[

@@ -32,7 +32,7 @@ use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
 use crate::upstream::short_way::ShortWay;
 use crate::upstream::subscriptions::{Listener, SubscribeError, SubscribedUris};
-use crate::upstream::upstream::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
+use crate::upstream::session::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
 
 /// Crash-loop cap (SPEC R17): this many losses within [`CRASH_WINDOW`] keep the app Failed until an
 /// explicit start or reload.
@@ -278,7 +278,7 @@ impl AppServer {
         manifest: &Manifest,
     ) -> Result<(Live, Option<AppProcess>, mpsc::UnboundedReceiver<UpstreamSignal>), UpstreamError> {
         let (signal_tx, signals) = mpsc::unbounded_channel();
-        let (lifecycle, protocol) = upstream::lifecycle_for(manifest, self.ctx.force_legacy_initialize);
+        let (lifecycle, protocol) = session::lifecycle_for(manifest, self.ctx.force_legacy_initialize);
         let handler = || {
             UpstreamHandler::new(
                 &self.key,
@@ -293,7 +293,7 @@ impl AppServer {
         let (service, mut process, short_way) = match manifest.transport {
             Transport::Stdio => {
                 let mut process = AppProcess::spawn(manifest, &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
-                let (service, short_way) = match upstream::connect_stdio(&mut process, handler(), lifecycle, &self.ctx.tasks).await {
+                let (service, short_way) = match session::connect_stdio(&mut process, handler(), lifecycle, &self.ctx.tasks).await {
                     Ok(connected) => connected,
                     Err(e) => return Err(with_exit(Some(&mut process), e).await),
                 };
@@ -313,7 +313,7 @@ impl AppServer {
                     wait_for_port(&self.key, &url, p).await?;
                 }
                 let (service, http_relay) = loop {
-                    match upstream::connect_http(&url, &manifest.headers, handler(), lifecycle.clone()).await {
+                    match session::connect_http(&url, &manifest.headers, handler(), lifecycle.clone()).await {
                         Ok(connected) => break connected,
                         Err(e) => {
                             let Some(p) = process.as_mut() else { return Err(e) };

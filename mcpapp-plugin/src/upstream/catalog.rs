@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::upstream::upstream::{Session, UpstreamError, UI_MIME_TYPE};
+use crate::upstream::session::{Session, UpstreamError, UI_MIME_TYPE};
 
 /// One tool of an app, as the gateway understands it.
 #[derive(Debug, Clone)]

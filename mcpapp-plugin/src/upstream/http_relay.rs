@@ -28,7 +28,7 @@ use rmcp::transport::streamable_http_client::{
 use serde_json::{json, Value};
 
 use crate::upstream::short_way::{cancelled_notification, is_response_to, response_outcome, tools_call_request, CallContext, Relayed};
-use crate::upstream::upstream::UpstreamError;
+use crate::upstream::session::UpstreamError;
 
 /// The headers rmcp adds per message (SEP-2243); the rest of what it sends is the session's.
 fn is_per_message(name: &HeaderName) -> bool {

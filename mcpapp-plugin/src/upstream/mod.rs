@@ -1,5 +1,5 @@
 //! One app's server and the MCP session to it: [`app_server`] (R16, R17) connects, supervises and
-//! stops an app; [`process`] (R44) launches its process; [`upstream`] (R16, R19) is the rmcp client
+//! stops an app; [`process`] (R44) launches its process; [`session`] (R16, R19) is the rmcp client
 //! session, with [`ordering`] keeping its notifications in order, [`subscriptions`] holding the
 //! 2026-07-28 listen stream and [`short_way`] taking tool calls the short way ([`http_relay`],
 //! [`stdio_relay`]);
@@ -12,7 +12,7 @@ pub mod http_relay;
 pub mod ordering;
 pub mod process;
 pub mod relay;
+pub mod session;
 pub mod short_way;
 pub mod stdio_relay;
 pub mod subscriptions;
-pub mod upstream;

@@ -45,20 +45,18 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for Sequenced<T> {
         self.inner.send(item)
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        async move {
-            let mut message = self.inner.receive().await?;
-            if let JsonRpcMessage::Notification(n) = &mut message {
-                // A listen stream's acknowledgment never reaches the handler or the stream's
-                // reader (rmcp's `Peer::listen` takes it): numbering it would hold the next
-                // notification back for the gap wait.
-                if !matches!(n.notification, ServerNotification::SubscriptionsAcknowledgedNotification(_)) {
-                    n.notification.extensions_mut().insert(Seq(self.next));
-                    self.next += 1;
-                }
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let mut message = self.inner.receive().await?;
+        if let JsonRpcMessage::Notification(n) = &mut message {
+            // A listen stream's acknowledgment never reaches the handler or the stream's
+            // reader (rmcp's `Peer::listen` takes it): numbering it would hold the next
+            // notification back for the gap wait.
+            if !matches!(n.notification, ServerNotification::SubscriptionsAcknowledgedNotification(_)) {
+                n.notification.extensions_mut().insert(Seq(self.next));
+                self.next += 1;
             }
-            Some(message)
         }
+        Some(message)
     }
 
     fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {

@@ -511,7 +511,7 @@ unsafe fn close_all_but(keep: libc::c_int) {
     }
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
-        (limit.rlim_cur as u64).min(1 << 20) as libc::c_int
+        limit.rlim_cur.min(1 << 20) as libc::c_int
     } else {
         4096
     };

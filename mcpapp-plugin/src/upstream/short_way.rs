@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::upstream::http_relay::HttpRelay;
 use crate::upstream::relay::CallRelay;
 use crate::upstream::stdio_relay::StdioRelay;
-use crate::upstream::upstream::{Notifier, UpstreamError};
+use crate::upstream::session::{Notifier, UpstreamError};
 
 /// The short way of one session.
 pub enum ShortWay {

@@ -34,7 +34,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::abi::runtime::Tasks;
 use crate::upstream::short_way::{cancelled_notification, response_outcome, tools_call_request, CallContext, Relayed};
-use crate::upstream::upstream::UpstreamError;
+use crate::upstream::session::UpstreamError;
 
 /// The prefix of the short way's request ids.
 const ID_PREFIX: &str = "gw-";
@@ -52,11 +52,13 @@ pub struct StdioRelay {
     next_id: AtomicU64,
 }
 
-/// Requests of the short way waiting for their answer, by id: the answer's line, or why it
-/// cannot be had.
+/// An answer's line, or why it cannot be had.
+type Answer = Result<Vec<u8>, UpstreamError>;
+
+/// Requests of the short way waiting for their answer, by id.
 #[derive(Default)]
 struct Waiting {
-    answers: Mutex<HashMap<String, oneshot::Sender<Result<Vec<u8>, UpstreamError>>>>,
+    answers: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
     /// The app's stdout ended: nothing will be answered any more.
     closed: AtomicBool,
 }
@@ -515,7 +517,7 @@ mod tests {
         (DivertingReader { inner, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false }, waiting)
     }
 
-    fn wait_for(waiting: &Waiting, id: &str) -> oneshot::Receiver<Result<Vec<u8>, UpstreamError>> {
+    fn wait_for(waiting: &Waiting, id: &str) -> oneshot::Receiver<Answer> {
         let (tx, rx) = oneshot::channel();
         waiting.answers.lock().insert(id.to_string(), tx);
         rx

@@ -30,7 +30,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::abi::runtime::Tasks;
-use crate::upstream::upstream::{Notifier, Session, UpstreamSignal};
+use crate::upstream::session::{Notifier, Session, UpstreamSignal};
 
 /// The resource URIs an app's clients subscribed to (through the browser proxy).
 pub type SubscribedUris = Arc<Mutex<BTreeSet<String>>>;

@@ -349,7 +349,7 @@ async fn log(args: &JsonObject, request: &CallToolRequestParams, context: &Reque
     let mut sent = 0;
     for i in 1..=count {
         let data = if count == 1 { json!(message) } else { json!(format!("{message} [{i}/{count}]")) };
-        let param = LoggingMessageNotificationParam::new(level.clone(), data).with_logger("test-app");
+        let param = LoggingMessageNotificationParam::new(level, data).with_logger("test-app");
         match context.peer.notify_logging_message(param).await {
             Ok(()) => sent += 1,
             Err(e) => eprintln!("test-app: logging notification failed: {e}"),
