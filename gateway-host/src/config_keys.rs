@@ -196,7 +196,10 @@ pub fn warn_unknown(config: &Value) {
 
 fn walk(shape: &Key, value: &Value, path: &str, out: &mut Vec<UnknownKey>) {
     let Value::Object(map) = value else { return };
-    let join = |name: &str| if path.is_empty() { name.to_string() } else { format!("{path}.{name}") };
+    let join = |name: &str| {
+        let name = segment(name);
+        if path.is_empty() { name.into_owned() } else { format!("{path}.{name}") }
+    };
     match shape {
         Key::Value => {}
         Key::Named(inner) => {
@@ -210,12 +213,19 @@ fn walk(shape: &Key, value: &Value, path: &str, out: &mut Vec<UnknownKey>) {
                     Some((_, child)) => walk(child, v, &join(name), out),
                     None => out.push(UnknownKey {
                         path: join(name),
-                        suggestion: known.iter().map(|(k, _)| *k).find(|k| close(k, name)).map(&join),
+                        suggestion: known.iter().map(|(k, _)| *k).find(|k| !name.trim().is_empty() && close(k, name)).map(&join),
                     }),
                 }
             }
         }
     }
+}
+
+/// A key as a path names it: quoted when it would not read as one segment (empty, blank, or
+/// holding a `.` or a quote), so that `{"": 1}` is reported as `""` and not as nothing.
+fn segment(name: &str) -> std::borrow::Cow<'_, str> {
+    let plain = !name.trim().is_empty() && name.trim() == name && !name.contains(['.', '"']) && !name.contains(char::is_control);
+    if plain { name.into() } else { format!("{name:?}").into() }
 }
 
 /// Spelt nearly the same: at most two single-character edits apart, ignoring case.
@@ -270,6 +280,14 @@ mod tests {
         assert_eq!(first.suggestion.as_deref(), Some("Gateway.Urls"));
         assert_eq!(first.to_string(), "unknown configuration key Gateway.Urlz is ignored (did you mean Gateway.Urls?)");
         assert_eq!(unknown_keys(&json!({"Zzz": 1}))[0].suggestion, None);
+    }
+
+    #[test]
+    fn keys_that_would_not_read_as_one_segment_are_quoted() {
+        let config = json!({"": 1, "Gateway": {" ": 2, "a.b": 3, "Urls ": 4, "say \"hi\"": 5}, "Ui": 6});
+        assert_eq!(paths(&config), ["\"\"", "Gateway.\" \"", "Gateway.\"Urls \"", "Gateway.\"a.b\"", "Gateway.\"say \\\"hi\\\"\"", "Ui"]);
+        let empty = &unknown_keys(&config)[0];
+        assert_eq!(empty.to_string(), "unknown configuration key \"\" is ignored");
     }
 
     #[test]

@@ -329,7 +329,12 @@ fn unmatched_entry_warnings(config: &McpAppsConfig, apps: &[InstallState]) -> Ve
         .entries
         .keys()
         .filter(|k| !ids.contains(&k.to_ascii_lowercase()))
-        .map(|k| format!("McpApps.Entries.{k} matches no discovered app"))
+        .map(|k| {
+            // Quoted when it would not read as one segment of the path (`""` names the empty key).
+            let plain = !k.trim().is_empty() && k.trim() == k && !k.contains(['.', '"']) && !k.contains(char::is_control);
+            let k = if plain { k.clone() } else { format!("{k:?}") };
+            format!("McpApps.Entries.{k} matches no discovered app")
+        })
         .collect()
 }
 
@@ -768,13 +773,16 @@ mod tests {
         c.deny = vec!["DENIED-*".into()];
         c.entries.insert("off".into(), EntryOverride { enabled: Some(false), ..Default::default() });
         c.entries.insert("ghost".into(), EntryOverride::default());
+        c.entries.insert("".into(), EntryOverride::default());
         let r = discover(&c, None);
         assert_eq!(r.get("allowed").unwrap().state, AppState::Validated);
         let d = r.get("denied-app").unwrap();
         assert_eq!(d.state, AppState::Disabled);
         assert_eq!(d.disabled_reason.as_deref(), Some("denied by Deny pattern 'DENIED-*'"));
         assert_eq!(r.get("off").unwrap().state, AppState::Disabled);
-        assert_eq!(r.warnings, ["McpApps.Entries.ghost matches no discovered app"]);
+        let mut warnings = r.warnings.clone();
+        warnings.sort();
+        assert_eq!(warnings, ["McpApps.Entries.\"\" matches no discovered app", "McpApps.Entries.ghost matches no discovered app"]);
 
         c.allowlist_semantics = "whitelist".into();
         let r = discover(&c, None);
