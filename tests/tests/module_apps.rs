@@ -570,3 +570,114 @@ fn tool_calls_to_a_stdio_app_go_the_short_way_beside_rmcps_session() {
     let modern = info("new");
     assert!(modern["requestId"].is_number(), "rmcp's way for a 2026-07-28 session: {modern}");
 }
+
+/// An HTTP app that ends a tool call's response stream before the answer (a load balancer's
+/// idle cut, a restart behind a proxy): the short way resumes it as the MCP transport says —
+/// a GET on the session with `Last-Event-ID` — and the caller gets the answer as if nothing
+/// happened. The app is a minimal Streamable HTTP server written here (rmcp's server gives a
+/// handler no way to cut its own stream).
+#[test]
+fn a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way() {
+    let server = CuttingServer::start();
+    let m = TestModule::new(json!({}));
+    m.add_app(
+        "cut",
+        &json!({
+            "id": "cut", "version": "1.0.0", "transport": "http", "url": server.url,
+            "toolNamePrefix": "cut.", "startupTimeoutSeconds": 15, "requestTimeoutSeconds": 15
+        }),
+    );
+    m.reload();
+    assert!(m.wait_state("cut", "running", SECS(20)), "{}", m.app("cut").last_error);
+    for round in 1..=2 {
+        let outcome = m.call("cut", "echo", r#"{"text":"after the cut"}"#);
+        assert!(!outcome.is_error, "round {round}: {}", outcome.text);
+        assert!(outcome.text.as_str().contains("resumed: after the cut"), "round {round}: {}", outcome.text);
+    }
+    let seen = server.seen.lock().unwrap().clone();
+    let calls: Vec<&String> = seen.iter().filter(|s| s.starts_with("POST tools/call")).collect();
+    assert_eq!(calls.len(), 2, "{seen:?}");
+    assert!(calls.iter().all(|c| c.contains("id gw-")), "the short way's calls: {seen:?}");
+    let resumes: Vec<&String> = seen.iter().filter(|s| s.starts_with("GET last-event-id")).collect();
+    assert_eq!(resumes.len(), 2, "one resumption per call: {seen:?}");
+    assert!(resumes.iter().all(|r| r.ends_with("session s-1")), "on the session: {seen:?}");
+}
+
+/// The app of [`a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way`]: answers
+/// `initialize` (session `s-1`) and `tools/list` with JSON, and a `tools/call` with an event
+/// stream that carries one event id and ends; a GET with that id as `Last-Event-ID` gets the
+/// call's answer. `seen` records each request.
+struct CuttingServer {
+    url: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl CuttingServer {
+    fn start() -> CuttingServer {
+        use axum::http::{HeaderMap, StatusCode};
+        use axum::response::{IntoResponse, Response};
+        type Shared = std::sync::Arc<CuttingState>;
+        #[derive(Default)]
+        struct CuttingState {
+            seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+            /// Event id → the answer that stream was cut before.
+            cut: std::sync::Mutex<std::collections::HashMap<String, Value>>,
+        }
+        fn sse(body: String) -> Response {
+            ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], body).into_response()
+        }
+        async fn post(axum::extract::State(state): axum::extract::State<Shared>, headers: HeaderMap, body: String) -> Response {
+            let message: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            let method = message["method"].as_str().unwrap_or("").to_string();
+            let id = message["id"].clone();
+            let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
+            state.seen.lock().unwrap().push(format!("POST {method} id {} session {session}", id.as_str().map(String::from).unwrap_or(id.to_string())));
+            if id.is_null() {
+                return StatusCode::ACCEPTED.into_response();
+            }
+            let result = match method.as_str() {
+                "initialize" => {
+                    let version = message["params"]["protocolVersion"].clone();
+                    let result = json!({ "protocolVersion": version, "capabilities": { "tools": {} }, "serverInfo": { "name": "cutting", "version": "1.0.0" } });
+                    let answer = json!({ "jsonrpc": "2.0", "id": id, "result": result });
+                    return ([("content-type", "application/json"), ("mcp-session-id", "s-1")], answer.to_string()).into_response();
+                }
+                "tools/list" => json!({ "tools": [{ "name": "echo", "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } } } }] }),
+                "tools/call" => {
+                    let text = message["params"]["arguments"]["text"].as_str().unwrap_or("").to_string();
+                    let answer = json!({ "jsonrpc": "2.0", "id": id, "result": { "content": [{ "type": "text", "text": format!("resumed: {text}") }] } });
+                    let event = format!("cut-{}", state.cut.lock().unwrap().len() + 1);
+                    state.cut.lock().unwrap().insert(event.clone(), answer);
+                    // One event with an id and no data (a priming event), then the end.
+                    return sse(format!("id: {event}\ndata:\n\n"));
+                }
+                _ => json!({}),
+            };
+            ([("content-type", "application/json")], json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()).into_response()
+        }
+        async fn get(axum::extract::State(state): axum::extract::State<Shared>, headers: HeaderMap) -> Response {
+            let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(String::from);
+            let Some(last) = header("last-event-id") else {
+                // No stream of the server's own: allowed by the transport.
+                return StatusCode::METHOD_NOT_ALLOWED.into_response();
+            };
+            let session = header("mcp-session-id").unwrap_or_else(|| "-".into());
+            state.seen.lock().unwrap().push(format!("GET last-event-id {last} session {session}"));
+            match state.cut.lock().unwrap().remove(&last) {
+                Some(answer) => sse(format!("id: {last}-2\ndata: {answer}\n\n")),
+                None => StatusCode::NOT_FOUND.into_response(),
+            }
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let state = Shared::default();
+        let seen = state.seen.clone();
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let app = axum::Router::new()
+            .route("/mcp", axum::routing::post(post).get(get).delete(|| async { StatusCode::OK }))
+            .with_state(state);
+        runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
+        CuttingServer { url, seen, _runtime: runtime }
+    }
+}
