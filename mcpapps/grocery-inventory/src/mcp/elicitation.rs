@@ -144,6 +144,24 @@ fn store_choice(service: &InventoryService) -> (Value, Vec<u32>) {
 }
 
 /// Stopped at a step: the structured result saying so.
+/// The store of a guided flow: the one the arguments named, or the user's choice when asked
+/// `question` (`Err` with how the user stopped instead).
+async fn chosen_store(
+    service: &InventoryService,
+    peer: &Peer<RoleServer>,
+    given: Option<u32>,
+    question: &str,
+) -> Result<Result<u32, Outcome>, ToolError> {
+    if let Some(id) = given {
+        return Ok(Ok(id));
+    }
+    let (field, offered) = store_choice(service);
+    match ask(peer, question.to_string(), json!({"storeId": field}), &["storeId"]).await? {
+        Answer::Accepted(map) => Ok(Ok(answered_id(&map, "storeId", &offered)?)),
+        Answer::Stopped(o) => Ok(Err(o)),
+    }
+}
+
 fn stopped<T: Serialize>(summary: String, out: &T) -> rmcp::model::CallToolResult {
     super::tools::structured(summary, out)
 }
@@ -174,15 +192,9 @@ pub async fn guided_stock_count(
         )
     };
 
-    let store_id = match args.store_id {
-        Some(id) => id,
-        None => {
-            let (field, offered) = store_choice(service);
-            match ask(peer, "Step 1 — Which store are you counting?".into(), json!({"storeId": field}), &["storeId"]).await? {
-                Answer::Accepted(map) => answered_id(&map, "storeId", &offered)?,
-                Answer::Stopped(o) => return Ok(stop("store", o)),
-            }
-        }
+    let store_id = match chosen_store(service, peer, args.store_id, "Step 1 — Which store are you counting?").await? {
+        Ok(id) => id,
+        Err(o) => return Ok(stop("store", o)),
     };
     let store = service.store(store_id)?;
 
@@ -297,15 +309,9 @@ pub async fn guided_purchase_order(
         )
     };
 
-    let store_id = match args.store_id {
-        Some(id) => id,
-        None => {
-            let (field, offered) = store_choice(service);
-            match ask(peer, "Step 1 — Which store is the order for?".into(), json!({"storeId": field}), &["storeId"]).await? {
-                Answer::Accepted(map) => answered_id(&map, "storeId", &offered)?,
-                Answer::Stopped(o) => return Ok(stop("store", o)),
-            }
-        }
+    let store_id = match chosen_store(service, peer, args.store_id, "Step 1 — Which store is the order for?").await? {
+        Ok(id) => id,
+        Err(o) => return Ok(stop("store", o)),
     };
     let store = service.store(store_id)?;
 
