@@ -146,11 +146,10 @@ where
     let (tx, rx) = mpsc::unbounded_channel();
     let state = Arc::new(Stdin { queue: tx, queued: AtomicUsize::new(0), room: AtomicWaker::new() });
     tasks.spawn("writing to an app's stdin", write_queued(stdin, rx, state.clone()));
-    let stdin = state;
     let waiting = Arc::new(Waiting::default());
     let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false };
-    let writer = LineWriter { stdin: stdin.clone(), partial: Vec::new() };
-    (reader, writer, StdioRelay { stdin, waiting, next_id: AtomicU64::new(1) })
+    let writer = LineWriter { stdin: state.clone(), partial: Vec::new() };
+    (reader, writer, StdioRelay { stdin: state, waiting, next_id: AtomicU64::new(1) })
 }
 
 /// Writes the queued messages, in order, until rmcp closes its transport or the app stops
