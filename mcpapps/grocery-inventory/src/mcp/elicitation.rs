@@ -143,7 +143,6 @@ fn store_choice(service: &InventoryService) -> (Value, Vec<u32>) {
     )
 }
 
-/// Stopped at a step: the structured result saying so.
 /// The store of a guided flow: the one the arguments named, or the user's choice when asked
 /// `question` (`Err` with how the user stopped instead).
 async fn chosen_store(
@@ -162,6 +161,7 @@ async fn chosen_store(
     }
 }
 
+/// Stopped at a step: the structured result saying so.
 fn stopped<T: Serialize>(summary: String, out: &T) -> rmcp::model::CallToolResult {
     super::tools::structured(summary, out)
 }
