@@ -79,11 +79,14 @@ enum Command {
     },
 }
 
-/// jemalloc, for the reasons in `memory.rs`.
+/// jemalloc, for the reasons in `memory.rs` (not in builds with `--cfg fuzzing`, which have no
+/// jemalloc: see Cargo.toml).
+#[cfg(not(fuzzing))]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// The settings jemalloc reads at its first allocation (the symbol name is its prefixed one).
+#[cfg(not(fuzzing))]
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static ALLOCATOR_CONF: &[u8] = gateway_host::memory::ALLOCATOR_CONF;
 

@@ -260,7 +260,7 @@ impl Chat {
             .into_iter()
             .filter_map(|t| {
                 let name = names.to_provider(&t.name)?.to_string();
-                let parameters = if t.input_schema.is_object() { t.input_schema } else { json!({ "type": "object" }) };
+                let parameters = if t.input_schema.is_object() { t.input_schema.clone() } else { json!({ "type": "object" }) };
                 Some(json!({ "type": "function", "function": { "name": name, "description": t.description, "parameters": parameters } }))
             })
             .collect();
@@ -321,7 +321,7 @@ impl Chat {
         };
         let text = flatten(&result);
         let ui = result.ui_resource_uri.is_some();
-        let source = name.as_deref().and_then(|n| self.registry.resolved(n)).map(|spec| spec.source);
+        let source = name.as_deref().and_then(|n| self.registry.resolved(n)).map(|spec| spec.source.clone());
         let (app_id, tool_name) = match source {
             Some(crate::tools::ToolSource::Module { app_id, tool_name }) if ui => (Some(app_id), Some(tool_name)),
             _ => (None, None),

@@ -277,9 +277,9 @@ fn to_call_tool_result(result: ToolResult) -> CallToolResult {
 }
 
 /// The tool as its provider declared it: title, annotations, icons and output schema included.
-fn to_mcp_tool(spec: crate::tools::ToolSpec) -> Tool {
-    let schema = match spec.input_schema {
-        Value::Object(map) => map,
+fn to_mcp_tool(spec: Arc<crate::tools::ToolSpec>) -> Tool {
+    let schema = match &spec.input_schema {
+        Value::Object(map) => map.clone(),
         _ => serde_json::Map::from_iter([("type".to_string(), Value::from("object"))]),
     };
     let mut declared = match &spec.extra {
@@ -299,11 +299,11 @@ fn to_mcp_tool(spec: crate::tools::ToolSpec) -> Tool {
         Ok(tool) => tool,
         Err(e) => {
             tracing::warn!(tool = %spec.name, "tool '{}' has declarations MCP cannot carry ({e}); offering it without them", spec.name);
-            let mut tool = Tool::new(spec.name, spec.description, Arc::new(schema));
-            if let Some(Value::Object(out)) = spec.output_schema {
-                tool.output_schema = Some(Arc::new(out));
+            let mut tool = Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema));
+            if let Some(Value::Object(out)) = &spec.output_schema {
+                tool.output_schema = Some(Arc::new(out.clone()));
             }
-            tool.meta = serde_json::from_value(spec.meta).ok();
+            tool.meta = serde_json::from_value(spec.meta.clone()).ok();
             tool
         }
     }

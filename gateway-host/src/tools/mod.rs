@@ -73,10 +73,11 @@ impl ToolResult {
 
 #[derive(Default)]
 struct Snapshot {
-    /// Every provider's tools, registration order.
-    all: Vec<ToolSpec>,
+    /// Every provider's tools, registration order. Shared, not copied, with `resolved` and with
+    /// every caller (a tool call looks its tool up twice; a schema is a tree of JSON maps).
+    all: Vec<Arc<ToolSpec>>,
     /// The model's tools: model-visible, one per name (preference applied), by name.
-    resolved: BTreeMap<String, ToolSpec>,
+    resolved: BTreeMap<String, Arc<ToolSpec>>,
     provider_names: ProviderNames,
 }
 
@@ -110,19 +111,19 @@ impl ToolRegistry {
     }
 
     /// The model's tools, sorted by name.
-    pub fn model_tools(&self) -> Vec<ToolSpec> {
+    pub fn model_tools(&self) -> Vec<Arc<ToolSpec>> {
         self.snapshot.read().resolved.values().cloned().collect()
     }
 
     /// The model's tool `name` (preference applied), if there is one.
-    pub fn resolved(&self, name: &str) -> Option<ToolSpec> {
+    pub fn resolved(&self, name: &str) -> Option<Arc<ToolSpec>> {
         self.snapshot.read().resolved.get(name).cloned()
     }
 
     /// Like [`Self::resolved`], but a name the snapshot lacks gets one refresh first: an app
     /// that has just come up is callable before the debounced event refresh lands (a client that
     /// saw it running in `/apps/health` must not be told its tool is unknown).
-    pub async fn resolve_now(&self, name: &str) -> Option<ToolSpec> {
+    pub async fn resolve_now(&self, name: &str) -> Option<Arc<ToolSpec>> {
         if let Some(spec) = self.resolved(name) {
             return Some(spec);
         }
@@ -131,7 +132,7 @@ impl ToolRegistry {
     }
 
     /// Every provider's tools, model-visible or not.
-    pub fn all_tools(&self) -> Vec<ToolSpec> {
+    pub fn all_tools(&self) -> Vec<Arc<ToolSpec>> {
         self.snapshot.read().all.clone()
     }
 
@@ -145,12 +146,12 @@ impl ToolRegistry {
 
     /// Rebuilds from the module's current tools; tells subscribers when the model's list changed.
     pub async fn refresh(&self) {
-        let mut all = builtin::specs();
+        let mut all: Vec<Arc<ToolSpec>> = builtin::specs().into_iter().map(Arc::new).collect();
         match self.module.list_tools().await {
             Ok(tools) => all.extend(tools.iter().map(|t| {
                 let parse = |s: &str| serde_json::from_str::<Value>(s).ok();
                 let ui_resource_uri = Some(t.ui_resource_uri.to_string()).filter(|u| !u.is_empty());
-                ToolSpec {
+                Arc::new(ToolSpec {
                     name: t.qualified_name.to_string(),
                     description: t.description.to_string(),
                     input_schema: parse(t.input_schema_json.as_str()).unwrap_or_else(|| serde_json::json!({"type": "object"})),
@@ -163,7 +164,7 @@ impl ToolRegistry {
                     extra: parse(t.extra_json.as_str()).filter(Value::is_object).unwrap_or_else(|| serde_json::json!({})),
                     provider_id: t.provider_id.to_string(),
                     source: ToolSource::Module { app_id: t.app_id.to_string(), tool_name: t.name.to_string() },
-                }
+                })
             })),
             Err(e) => tracing::warn!("cannot list the module's tools: {e}"),
         }
@@ -182,8 +183,8 @@ impl ToolRegistry {
     }
 
     /// ResolvePreference over every contested name.
-    fn resolve(&self, all: &[ToolSpec]) -> BTreeMap<String, ToolSpec> {
-        let mut by_name: BTreeMap<&str, Vec<&ToolSpec>> = BTreeMap::new();
+    fn resolve(&self, all: &[Arc<ToolSpec>]) -> BTreeMap<String, Arc<ToolSpec>> {
+        let mut by_name: BTreeMap<&str, Vec<&Arc<ToolSpec>>> = BTreeMap::new();
         for spec in all.iter().filter(|s| s.visible_to_model) {
             by_name.entry(&spec.name).or_default().push(spec);
         }
