@@ -369,6 +369,9 @@ impl AppServer {
 
     /// Watches a live session until it is stopped or lost; refreshes lists on change
     /// notifications.
+    ///
+    /// This future lives as long as the app runs, so what it awaits only now and then (a refresh,
+    /// a health check, the stop) is boxed: inline, those futures made each app's task ~19 KiB.
     async fn supervise(
         self: Arc<Self>,
         generation: u64,
@@ -398,7 +401,7 @@ impl AppServer {
                 _ = ping.tick(), if ping_http => {
                     // Bounded here too: sending can block on a server that accepts but never
                     // answers, before rmcp's own timeout starts.
-                    let ping = live.session.request_with_timeout("ping", None, Some(health.timeout));
+                    let ping = Box::pin(live.session.request_with_timeout("ping", None, Some(health.timeout)));
                     let outcome = tokio::time::timeout(health.timeout, ping)
                         .await
                         .unwrap_or(Err(UpstreamError::Timeout(health.timeout)));
@@ -414,16 +417,16 @@ impl AppServer {
                         }
                     }
                 }
-                Some(signal) = signals.recv() => self.refresh(&live, signal).await,
+                Some(signal) = signals.recv() => Box::pin(self.refresh(&live, signal)).await,
             }
         };
         live.close_with(lost.as_deref().unwrap_or("the app was stopped"));
         if lost.is_none() {
             // An orderly stop: the session ends before the process does.
-            live.session.shut(STOP_GRACE).await;
+            Box::pin(live.session.shut(STOP_GRACE)).await;
         }
         if let Some(p) = process.as_mut() {
-            p.terminate(STOP_GRACE).await;
+            Box::pin(p.terminate(STOP_GRACE)).await;
         }
         drop(process);
         let _ = done.send(());
