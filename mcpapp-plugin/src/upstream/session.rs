@@ -443,9 +443,9 @@ impl Session {
         let mut cursor: Option<String> = None;
         for _page in 0..1000 {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let result = self.request(method, params).await?;
-            if let Some(list) = result.get(key).and_then(Value::as_array) {
-                items.extend(list.iter().cloned());
+            let mut result = self.request(method, params).await?;
+            if let Some(Value::Array(list)) = result.get_mut(key).map(Value::take) {
+                items.extend(list);
             }
             match result.get("nextCursor").and_then(Value::as_str) {
                 Some(next) if !next.is_empty() && Some(next) != cursor.as_deref() => cursor = Some(next.to_string()),
