@@ -44,8 +44,13 @@ impl AppTool {
 
     /// The tool's `_meta`, `{}` when it has none.
     pub fn meta(&self) -> &Value {
-        self.raw.get("_meta").filter(|v| v.is_object()).unwrap_or(&NO_META)
+        listed_meta(&self.raw)
     }
+}
+
+/// A listed tool's `_meta`, `{}` when it has none (or one that is not an object).
+fn listed_meta(raw: &Value) -> &Value {
+    raw.get("_meta").filter(|v| v.is_object()).unwrap_or(&NO_META)
 }
 
 /// Everything one app offers.
@@ -153,7 +158,7 @@ pub fn parse_tool(raw: &Value, relaxed_schema: bool) -> Result<AppTool, String> 
         };
         return Err(why);
     }
-    let meta = raw.get("_meta").filter(|m| m.is_object()).unwrap_or(&NO_META);
+    let meta = listed_meta(raw);
     let (visible_to_model, visible_to_app) = tool_visibility(meta);
     Ok(AppTool {
         description: raw.get("description").and_then(Value::as_str).unwrap_or_default().to_string(),
