@@ -437,13 +437,25 @@ impl AppServer {
 
     async fn refresh(&self, live: &Live, signal: UpstreamSignal) {
         let relaxed = self.ctx.relaxed_schema;
-        // A stop (or loss) during the refresh ends it: the session is closing, so its lists
-        // would fail one by one with warnings, and the catalog goes with the session anyway.
-        // `closing` fires before the session is closed, so biased, it is seen first.
+        if live.closing.is_cancelled() {
+            return;
+        }
+        // A stop (or loss) during the refresh ends it quietly: the session is closing, so its
+        // lists would fail one by one with warnings, and the catalog goes with the session
+        // anyway. `closing` fires before the session is closed, so biased, it is seen first.
+        // The request in flight is still awaited until the session has ended (it fails then):
+        // dropped at once, the app's answer could reach rmcp's loop before the session's
+        // cancellation does, and rmcp warns "Error sending response" for a request nobody waits
+        // for.
+        let enumerate = catalog::enumerate(&live.session, &self.key, relaxed);
+        tokio::pin!(enumerate);
         let fresh = tokio::select! {
             biased;
-            _ = live.closing.cancelled() => return,
-            fresh = catalog::enumerate(&live.session, &self.key, relaxed) => fresh,
+            _ = live.closing.cancelled() => {
+                let _ = tokio::time::timeout(STOP_GRACE, enumerate).await;
+                return;
+            }
+            fresh = &mut enumerate => fresh,
         };
         match fresh {
             Ok(fresh) => {

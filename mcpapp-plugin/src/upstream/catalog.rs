@@ -227,6 +227,11 @@ pub async fn enumerate(session: &Session, app_id: &str, relaxed_schema: bool) ->
 async fn optional_list(session: &Session, app_id: &str, method: &str, key: &str) -> Vec<Value> {
     match session.list_all(method, key).await {
         Ok(items) => items,
+        // Stopped (or lost) meanwhile: the catalog goes with the session, nothing to report.
+        Err(e) if session.is_closed() => {
+            tracing::debug!(app = app_id, list = method, "McpApp '{app_id}': {method} ended with the session ({e})");
+            Vec::new()
+        }
         Err(e) => {
             tracing::warn!(app = app_id, list = method, "McpApp '{app_id}': {method} failed ({e}); continuing without it");
             Vec::new()

@@ -409,6 +409,10 @@ impl Session {
                 Relayed::NotTaken(given_back) => params = given_back,
             }
         }
+        // A closing session sends nothing new: the answer would reach a loop that is ending.
+        if self.is_closed() {
+            return Err(UpstreamError::Transport("the session is closed".to_string()));
+        }
         let request = typed_request(method, params);
         let options = PeerRequestOptions::with_timeout(timeout);
         let peer = &self.peer;
