@@ -143,6 +143,7 @@ pub const CONFIGURATION: Key = Section(&[
             ("ApiKeyEnv", V),
             ("SystemPrompt", V),
             ("MaxToolRounds", V),
+            ("MaxHistoryBytes", V),
             ("TimeoutSeconds", V),
         ]),
     ),

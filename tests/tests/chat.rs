@@ -354,6 +354,52 @@ fn a_tool_calling_turn_streams_its_frames_in_order_and_is_saved_whole() {
     assert_eq!(llm.remaining(), 0);
 }
 
+/// `Agent.MaxHistoryBytes`: a model request carries only the session's most recent whole turns
+/// that fit (a tool call with its result, or not at all); the session keeps every turn.
+#[test]
+fn a_long_session_sends_the_model_only_its_recent_whole_turns() {
+    let llm = ScriptedLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = agent(&llm.base_url());
+    agent["MaxHistoryBytes"] = json!(400);
+    let config = chat_config(dir.path(), agent);
+    write_manifest(dir.path(), "grocery-inventory", &grocery_manifest());
+    let gw = start_gateway(dir.path(), config);
+    let low = provider_name(&gw, "grocery.get_low_stock");
+
+    // Turn 1 (well over the budget): a tool call and its result.
+    let question = format!("What is low on stock at store 1? {}", "Please list every product. ".repeat(16));
+    llm.push(Reply::tool_call("call_low_1", &low, &json!({ "storeId": 1 })));
+    llm.push(Reply::text(["Milk is low."]));
+    let frames = good_turn(&gw, json!({ "message": question }));
+    let session_id = frame(&frames, "session").data["sessionId"].as_str().unwrap().to_string();
+    // Within the turn the model still gets the turn's own tool call and result.
+    let within = llm.request(1).messages();
+    assert_eq!(within.iter().map(|m| m["role"].as_str().unwrap()).collect::<Vec<_>>(), ["system", "user", "assistant", "tool"]);
+
+    // Turn 2: turn 1 does not fit, so none of it is sent.
+    llm.push(Reply::text(["That is all."]));
+    good_turn(&gw, json!({ "message": "Is that all?", "sessionId": session_id }));
+    let sent = llm.request(2).messages();
+    assert_eq!(sent, [json!({ "role": "system", "content": SYSTEM_PROMPT }), json!({ "role": "user", "content": "Is that all?" })]);
+
+    // Turn 3: turn 2 fits, turn 1 still does not.
+    llm.push(Reply::text(["Bye."]));
+    good_turn(&gw, json!({ "message": "Thanks", "sessionId": session_id }));
+    let sent = llm.request(3).messages();
+    let roles_sent: Vec<&str> = sent.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles_sent, ["system", "user", "assistant", "user"], "{sent:#?}");
+    assert_eq!(sent[1]["content"], "Is that all?");
+    assert_eq!(sent[2]["content"], "That is all.");
+    assert!(!serde_json::to_string(&sent).unwrap().contains("call_low_1"), "no part of turn 1: {sent:#?}");
+
+    // The session itself keeps every turn.
+    let saved = session(&gw, &session_id);
+    assert_eq!(roles(&saved), ["user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant"], "{saved:#}");
+    assert_eq!(saved["messages"][0]["content"], question.as_str());
+    assert_eq!(llm.remaining(), 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Must show 2: elicitation during a tool call
 // ---------------------------------------------------------------------------------------------

@@ -249,7 +249,16 @@ impl Chat {
     /// its bytes per model call, not a parse, clone and serialisation of every message.
     async fn turn(&self, request: &TurnRequest, send: &impl Fn(Frame), cancel: &CancellationToken) -> Result<Vec<Value>, String> {
         let provider = self.provider.as_ref().map_err(Clone::clone)?;
-        let history = self.store.model_history(&request.session_id).await.map_err(|e| e.to_string())?;
+        let stored = self.store.model_history(&request.session_id).await.map_err(|e| e.to_string())?;
+        let history = stored.recent(provider.config().max_history_bytes);
+        if history.len() < stored.json().len() {
+            tracing::debug!(
+                session = %request.session_id,
+                "the model gets the last {} of {} bytes of the session's history (Agent.MaxHistoryBytes)",
+                history.len(),
+                stored.json().len()
+            );
+        }
         let user = json!({ "role": "user", "content": user_content(request) });
         let mut new_texts = vec![model_text(&user)];
         let mut new_messages = vec![user];
@@ -268,7 +277,7 @@ impl Chat {
         let system = json!({ "role": "system", "content": provider.config().system_prompt }).to_string();
         for _ in 0..provider.config().max_tool_rounds {
             let messages: Vec<&str> =
-                [system.as_str(), history.json()].into_iter().chain(new_texts.iter().map(String::as_str)).collect();
+                [system.as_str(), history].into_iter().chain(new_texts.iter().map(String::as_str)).collect();
             let completion = provider
                 .complete(&messages, &tools, |delta| send(Frame::Text { delta: delta.to_string() }))
                 .await

@@ -20,8 +20,15 @@ pub struct AgentConfig {
     pub api_key: Option<String>,
     pub system_prompt: String,
     pub max_tool_rounds: usize,
+    /// `Agent.MaxHistoryBytes`: the most of a session's earlier turns sent to the model, in bytes
+    /// of JSON (`None`: all of them; see `store::ModelHistory::recent`).
+    pub max_history_bytes: Option<usize>,
     pub timeout: Duration,
 }
+
+/// 128 KiB of JSON: roughly 32,000 tokens, within the context window of today's common models
+/// with room left for the tools and the answer.
+const DEFAULT_MAX_HISTORY_BYTES: u64 = 128 * 1024;
 
 const DEFAULT_SYSTEM_PROMPT: &str = "You are the assistant of an MCP App gateway. Use the tools of the hosted apps to answer; \
 say plainly when a tool fails.";
@@ -44,6 +51,10 @@ impl AgentConfig {
             api_key,
             system_prompt: settings.get_str("Agent:SystemPrompt").unwrap_or_else(|| DEFAULT_SYSTEM_PROMPT.to_string()),
             max_tool_rounds: number("Agent:MaxToolRounds").unwrap_or(8).max(1) as usize,
+            max_history_bytes: match number("Agent:MaxHistoryBytes").unwrap_or(DEFAULT_MAX_HISTORY_BYTES) {
+                0 => None,
+                bytes => Some(bytes as usize),
+            },
             timeout: Duration::from_secs(number("Agent:TimeoutSeconds").unwrap_or(120).max(1)),
         })
     }
@@ -232,6 +243,7 @@ mod tests {
             api_key: None,
             system_prompt: String::new(),
             max_tool_rounds: 1,
+            max_history_bytes: None,
             timeout: Duration::from_secs(1),
         });
         let system = json!({ "role": "system", "content": "be brief" }).to_string();

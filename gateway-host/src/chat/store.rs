@@ -72,7 +72,7 @@ pub trait SessionStore: Send + Sync {
             let mut history = ModelHistory::default();
             if let Some(session) = self.load(id).await? {
                 for message in &session.messages {
-                    history.push(&model_text(message));
+                    history.push(message);
                 }
             }
             Ok(history)
@@ -168,25 +168,51 @@ pub fn model_text(message: &Value) -> String {
 /// model request is built from it by copying bytes, not by cloning and serialising values.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ModelHistory {
-    json: Arc<String>,
+    text: Arc<HistoryText>,
     count: usize,
 }
 
+#[derive(Debug, Clone, Default, PartialEq)]
+struct HistoryText {
+    json: String,
+    /// Where each turn's first message (its `user` message) starts in `json`, ascending: the
+    /// only places [`ModelHistory::recent`] cuts, so a tool call never loses its result.
+    turn_starts: Vec<usize>,
+}
+
 impl ModelHistory {
-    /// Appends one message's model text ([`model_text`]).
-    pub fn push(&mut self, text: &str) {
+    /// Appends a stored message.
+    pub fn push(&mut self, message: &Value) {
+        self.push_text(&model_text(message), starts_turn(message));
+    }
+
+    /// Appends one message's model text ([`model_text`]); `starts_turn` as [`starts_turn`] says.
+    pub fn push_text(&mut self, text: &str, starts_turn: bool) {
         // In place when nobody else holds this history (the usual case), else copied once.
-        let json = Arc::make_mut(&mut self.json);
-        if !json.is_empty() {
-            json.push(',');
+        let inner = Arc::make_mut(&mut self.text);
+        if !inner.json.is_empty() {
+            inner.json.push(',');
         }
-        json.push_str(text);
+        if starts_turn {
+            inner.turn_starts.push(inner.json.len());
+        }
+        inner.json.push_str(text);
         self.count += 1;
     }
 
     /// The messages' JSON texts joined by commas (empty when there are none).
     pub fn json(&self) -> &str {
-        &self.json
+        &self.text.json
+    }
+
+    /// The most recent whole turns that fit in `budget` bytes (`None`: all of it), as
+    /// [`json`](Self::json) gives them: what the model is sent, so a long session does not
+    /// outgrow the model's context window. Empty when not even the last turn fits.
+    pub fn recent(&self, budget: Option<usize>) -> &str {
+        let json = &self.text.json;
+        let Some(budget) = budget.filter(|b| json.len() > *b) else { return json };
+        let fits = self.text.turn_starts.partition_point(|start| json.len() - start > budget);
+        self.text.turn_starts.get(fits).map_or("", |start| &json[*start..])
     }
 
     #[cfg(test)]
@@ -198,6 +224,11 @@ impl ModelHistory {
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
+}
+
+/// Whether a stored message begins a turn: every turn starts with its one `user` message.
+pub fn starts_turn(message: &Value) -> bool {
+    message.get("role").and_then(Value::as_str) == Some("user")
 }
 
 /// A session's saved messages, read back from their JSON texts.
@@ -219,5 +250,66 @@ pub fn title_of(message: &str) -> String {
     match line.char_indices().nth(80) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Two turns, the first with a tool call and its result.
+    fn two_turns() -> Vec<Value> {
+        vec![
+            json!({"role": "user", "content": "what is low?"}),
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "low", "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "milk"}),
+            json!({"role": "assistant", "content": "Milk is low."}),
+            json!({"role": "user", "content": "thanks"}),
+            json!({"role": "assistant", "content": "You're welcome."}),
+        ]
+    }
+
+    fn history_of(messages: &[Value]) -> ModelHistory {
+        let mut history = ModelHistory::default();
+        for m in messages {
+            history.push(m);
+        }
+        history
+    }
+
+    fn parsed(json: &str) -> Vec<Value> {
+        serde_json::from_str::<Vec<Value>>(&format!("[{json}]")).unwrap()
+    }
+
+    #[test]
+    fn recent_keeps_the_last_whole_turns_that_fit() {
+        let messages = two_turns();
+        let history = history_of(&messages);
+        let all = history.json();
+        assert_eq!(parsed(all), messages);
+        assert_eq!(history.recent(None), all, "no budget: everything");
+        assert_eq!(history.recent(Some(all.len())), all, "exactly fits");
+        // One byte short: the first turn goes whole, tool call and result together.
+        let last = history.recent(Some(all.len() - 1));
+        assert_eq!(parsed(last), messages[4..].to_vec());
+        // The last turn alone, exactly.
+        assert_eq!(history.recent(Some(last.len())), last);
+        // Not even the last turn fits: nothing.
+        assert_eq!(history.recent(Some(last.len() - 1)), "");
+        assert_eq!(ModelHistory::default().recent(Some(10)), "");
+    }
+
+    #[test]
+    fn a_page_part_is_not_counted_and_a_shared_copy_does_not_change() {
+        let mut ui = two_turns();
+        ui[2][UI_KEY] = json!({"resourceUri": "ui://app/page", "result": {"big": "x".repeat(1000)}});
+        let history = history_of(&ui);
+        assert_eq!(history.json(), history_of(&two_turns()).json(), "what only pages read is not the model's");
+        let held = history.clone();
+        let mut grown = history;
+        grown.push(&json!({"role": "user", "content": "more"}));
+        assert_eq!(parsed(held.json()).len(), 6);
+        assert_eq!(parsed(grown.recent(Some(40))), vec![json!({"role": "user", "content": "more"})]);
     }
 }

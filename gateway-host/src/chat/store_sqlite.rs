@@ -25,7 +25,7 @@ use futures::FutureExt;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
-use super::store::{model_text, now_ms, ModelHistory, Session, SessionStore, SessionSummary, StoreError, TurnLock, UI_KEY};
+use super::store::{model_text, now_ms, starts_turn, ModelHistory, Session, SessionStore, SessionSummary, StoreError, TurnLock, UI_KEY};
 
 /// The schema version kept in `PRAGMA user_version`.
 const SCHEMA_VERSION: i64 = 1;
@@ -106,11 +106,11 @@ impl HistoryCache {
     }
 
     /// A committed turn: its messages' model texts join the session's cached history, if any.
-    fn extend<'t>(&mut self, id: &str, texts: impl Iterator<Item = &'t str>) {
+    fn extend<'t>(&mut self, id: &str, texts: impl Iterator<Item = (&'t str, bool)>) {
         let Some(entry) = self.entries.get_mut(id) else { return };
         let before = entry.history.json().len();
-        for text in texts {
-            entry.history.push(text);
+        for (text, starts_turn) in texts {
+            entry.history.push_text(text, starts_turn);
         }
         let after = entry.history.json().len();
         self.bytes += after - before;
@@ -245,7 +245,7 @@ impl SessionStore for SqliteStore {
             let mut history = ModelHistory::default();
             if let Some((_, texts)) = read_session(conn, &id)? {
                 for message in super::store::parse_messages(&id, &texts)? {
-                    history.push(&model_text(&message));
+                    history.push(&message);
                 }
             }
             // Still under the connection's lock: nothing has changed the session meanwhile.
@@ -262,6 +262,7 @@ impl SessionStore for SqliteStore {
         // What the model reads of them: the same text unless a page's part has to go.
         let model_texts: Vec<Option<String>> =
             messages.iter().map(|m| m.get(UI_KEY).is_some().then(|| model_text(m))).collect();
+        let turn_starts: Vec<bool> = messages.iter().map(starts_turn).collect();
         self.with_conn(move |conn, cache| {
             let now = now_ms();
             // IMMEDIATE: take the write lock up front, so the turn commits whole or waits.
@@ -293,7 +294,8 @@ impl SessionStore for SqliteStore {
             .and_then(|mut s| s.execute(params![id, title, now]))
             .map_err(db_err)?;
             tx.commit().map_err(db_err)?;
-            cache.lock().extend(&id, texts.iter().zip(&model_texts).map(|(t, m)| m.as_deref().unwrap_or(t)));
+            let model_texts = texts.iter().zip(&model_texts).map(|(t, m)| m.as_deref().unwrap_or(t));
+            cache.lock().extend(&id, model_texts.zip(turn_starts.iter().copied()));
             Ok(())
         })
         .boxed()
@@ -501,7 +503,7 @@ pub(crate) mod tests {
     pub(crate) fn model_history_of(messages: &[Value]) -> ModelHistory {
         let mut history = ModelHistory::default();
         for m in messages {
-            history.push(&model_text(m));
+            history.push(m);
         }
         history
     }
@@ -594,11 +596,11 @@ pub(crate) mod tests {
     fn history_cache_stays_within_its_bounds() {
         let mut cache = HistoryCache::default();
         let mut big = ModelHistory::default();
-        big.push(&"x".repeat(CACHE_BYTES / 4 + 1));
+        big.push_text(&"x".repeat(CACHE_BYTES / 4 + 1), true);
         cache.put("big", big);
         assert!(cache.get("big").is_none(), "a history over a quarter of the budget is not kept");
         let mut quarter = ModelHistory::default();
-        quarter.push(&"y".repeat(CACHE_BYTES / 4 - 10));
+        quarter.push_text(&"y".repeat(CACHE_BYTES / 4 - 10), true);
         for id in ["a", "b", "c", "d"] {
             cache.put(id, quarter.clone());
         }
@@ -609,7 +611,7 @@ pub(crate) mod tests {
         assert!(cache.get("b").is_none());
         assert!(cache.get("a").is_some() && cache.get("e").is_some());
         // Growing past a quarter drops the entry.
-        cache.extend("a", ["z".repeat(20).as_str()].into_iter());
+        cache.extend("a", [("z".repeat(20).as_str(), true)].into_iter());
         assert!(cache.get("a").is_none());
         assert_eq!(cache.bytes, cache.entries.values().map(|e| e.history.json().len()).sum::<usize>());
         for i in 0..CACHE_SESSIONS + 10 {
