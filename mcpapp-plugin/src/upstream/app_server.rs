@@ -32,7 +32,7 @@ use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
 use crate::upstream::short_way::ShortWay;
 use crate::upstream::subscriptions::{Listener, SubscribeError, SubscribedUris};
-use crate::upstream::session::{self, Session, UpstreamError, UpstreamHandler, UpstreamSignal};
+use crate::upstream::session::{self, Session, SessionEnd, UpstreamError, UpstreamHandler, UpstreamSignal};
 
 /// Crash-loop cap (SPEC R17): this many losses within [`CRASH_WINDOW`] keep the app Failed until an
 /// explicit start or reload.
@@ -45,6 +45,9 @@ const HEALTH_FAILURES_LOST: u32 = 2;
 /// Multi-round-trip rounds one request may take before the gateway gives up on it.
 const MAX_INPUT_ROUNDS: usize = 10;
 const STOP_GRACE: Duration = Duration::from_secs(3);
+/// How long a supervisor that saw the app's connection close waits for the app's process to
+/// exit, to name its exit rather than the closed connection.
+const EXIT_AFTER_CLOSE_WAIT: Duration = Duration::from_millis(500);
 
 /// Settings shared by every app of one module instance.
 pub struct AppContext {
@@ -85,6 +88,22 @@ pub fn unavailable(state: AppState) -> String {
 }
 
 /// A connected session and what it offers.
+/// What [`AppServer::connect`] gives: the live session and what its supervisor watches.
+struct Connected {
+    live: Live,
+    process: Option<AppProcess>,
+    signals: mpsc::UnboundedReceiver<UpstreamSignal>,
+    end: SessionEnd,
+}
+
+/// What a supervisor watches besides its [`Live`].
+struct Watched {
+    process: Option<AppProcess>,
+    signals: mpsc::UnboundedReceiver<UpstreamSignal>,
+    end: SessionEnd,
+    health: Option<HealthCheck>,
+}
+
 pub struct Live {
     pub session: Session,
     /// Shared, not copied: every call looks a tool up in it (a copy per call cost a third of
@@ -233,7 +252,7 @@ impl AppServer {
         let startup = Duration::from_secs(manifest.startup_timeout_seconds);
         let attempt = tokio::time::timeout(startup, self.connect(&manifest));
         match attempt.await {
-            Ok(Ok((live, process, signals))) => {
+            Ok(Ok(Connected { live, process, signals, end })) => {
                 let live = Arc::new(live);
                 let (counts, skipped) = {
                     let c = live.catalog.read();
@@ -254,7 +273,8 @@ impl AppServer {
                 let (done_tx, done_rx) = oneshot::channel();
                 *live.stopped.lock() = Some(done_rx);
                 let health = HealthCheck::for_manifest(&manifest);
-                let supervisor = self.clone().supervise(generation, live.clone(), process, signals, health, done_tx);
+                let watched = Watched { process, signals, end, health };
+                let supervisor = self.clone().supervise(generation, live.clone(), watched, done_tx);
                 self.ctx.tasks.spawn("supervising an app", self.clone().contain_supervisor(generation, live, supervisor));
                 Ok(())
             }
@@ -276,7 +296,7 @@ impl AppServer {
     async fn connect(
         &self,
         manifest: &Manifest,
-    ) -> Result<(Live, Option<AppProcess>, mpsc::UnboundedReceiver<UpstreamSignal>), UpstreamError> {
+    ) -> Result<Connected, UpstreamError> {
         let (signal_tx, signals) = mpsc::unbounded_channel();
         let (lifecycle, protocol) = session::lifecycle_for(manifest, self.ctx.force_legacy_initialize);
         let handler = || {
@@ -328,7 +348,7 @@ impl AppServer {
                 (service, process, http_relay.map(ShortWay::Http))
             }
         };
-        let session = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds), short_way);
+        let (session, end) = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds), short_way);
         let closing = CancellationToken::new();
         // Listening starts before enumeration, so a change right after it is heard.
         let listener = match session.is_subscription_era() {
@@ -351,7 +371,7 @@ impl AppServer {
             stop: CancellationToken::new(),
             stopped: Mutex::new(None),
         };
-        Ok((live, process, signals))
+        Ok(Connected { live, process, signals, end })
     }
 
     /// Runs `supervisor` (this app's, for `generation`) so that its panic cannot leave the app
@@ -372,31 +392,30 @@ impl AppServer {
     ///
     /// This future lives as long as the app runs, so what it awaits only now and then (a refresh,
     /// a health check, the stop) is boxed: inline, those futures made each app's task ~19 KiB.
-    async fn supervise(
-        self: Arc<Self>,
-        generation: u64,
-        live: Arc<Live>,
-        mut process: Option<AppProcess>,
-        mut signals: mpsc::UnboundedReceiver<UpstreamSignal>,
-        health: Option<HealthCheck>,
-        done: oneshot::Sender<()>,
-    ) {
+    async fn supervise(self: Arc<Self>, generation: u64, live: Arc<Live>, watched: Watched, done: oneshot::Sender<()>) {
+        let Watched { mut process, mut signals, mut end, health } = watched;
         self.ctx.faults.check(Site::Supervisor, &self.key);
         let ping_http = health.is_some();
         let health = health.unwrap_or(HealthCheck { interval: Duration::from_secs(3600), timeout: Duration::ZERO });
         let mut ping = tokio::time::interval(health.interval);
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ping.reset();
-        let mut closed_check = tokio::time::interval(Duration::from_millis(250));
         let mut ping_failures = 0u32;
         let lost: Option<String> = loop {
             tokio::select! {
+                // A stop is a stop, even when the connection ends in the same instant.
+                biased;
                 _ = live.stop.cancelled() => break None,
                 exit = wait_process(&mut process) => break Some(exit),
-                _ = closed_check.tick() => {
-                    if live.session.is_closed() {
-                        break Some("the connection to the app closed".to_string());
-                    }
+                _ = end.wait() => {
+                    // The app's end of the connection closes just before a process exits:
+                    // its exit, when it comes soon, says more.
+                    let closed = || "the connection to the app closed".to_string();
+                    let exit = match process {
+                        Some(_) => tokio::time::timeout(EXIT_AFTER_CLOSE_WAIT, wait_process(&mut process)).await.ok(),
+                        None => None,
+                    };
+                    break Some(exit.unwrap_or_else(closed));
                 }
                 _ = ping.tick(), if ping_http => {
                     // Bounded here too: sending can block on a server that accepts but never
@@ -422,9 +441,12 @@ impl AppServer {
         };
         live.close_with(lost.as_deref().unwrap_or("the app was stopped"));
         if lost.is_none() {
-            // An orderly stop: the session ends before the process does.
-            Box::pin(live.session.shut(STOP_GRACE)).await;
+            // An orderly stop: the session ends (and says goodbye) before the process does.
+            if tokio::time::timeout(STOP_GRACE, end.wait()).await.is_err() {
+                tracing::debug!(app = %self.key, "McpApp '{}': its session did not end within {STOP_GRACE:?}", self.key);
+            }
         }
+        drop(end);
         if let Some(p) = process.as_mut() {
             Box::pin(p.terminate(STOP_GRACE)).await;
         }

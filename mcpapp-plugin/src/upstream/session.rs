@@ -20,7 +20,7 @@ use rmcp::model::{
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt as _, InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions,
-    RequestContext, RoleClient, RunningService, Service, ServiceError,
+    RequestContext, RoleClient, RunningService, RunningServiceCancellationToken, Service, ServiceError,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -335,9 +335,8 @@ fn notification_message(notification: &ServerNotification) -> Value {
 pub struct Session {
     peer: Peer<RoleClient>,
     notifier: Notifier,
-    /// Taken out by [`Session::shut`], which waits for the session's end (an http app is told
-    /// to forget it) — so the service lives behind a lock while requests use the peer.
-    service: parking_lot::Mutex<Option<RunningService<RoleClient, UpstreamHandler>>>,
+    /// Ends the service; taken by the first [`Session::close`].
+    cancel: parking_lot::Mutex<Option<RunningServiceCancellationToken>>,
     pub request_timeout: Duration,
     /// The short way of tool calls, for a session of an initialize-era revision (`short_way.rs`).
     short_way: Option<ShortWay>,
@@ -346,16 +345,24 @@ pub struct Session {
 impl Session {
     /// A session rmcp opened; `short_way`, the short way of its tool calls (taken only for a
     /// session of an initialize-era revision).
-    pub fn new(service: RunningService<RoleClient, UpstreamHandler>, request_timeout: Duration, short_way: Option<ShortWay>) -> Session {
+    /// The session's end goes to whoever watches it (the app's supervisor).
+    pub fn new(
+        service: RunningService<RoleClient, UpstreamHandler>,
+        request_timeout: Duration,
+        short_way: Option<ShortWay>,
+    ) -> (Session, SessionEnd) {
         let mut session = Session {
             peer: service.peer().clone(),
             notifier: service.service().notifier(),
-            service: parking_lot::Mutex::new(Some(service)),
+            cancel: parking_lot::Mutex::new(Some(service.cancellation_token())),
             request_timeout,
             short_way: None,
         };
         session.short_way = short_way.filter(|_| !session.is_subscription_era());
-        session
+        let end = SessionEnd(Some(Box::pin(async move {
+            let _ = service.waiting().await;
+        })));
+        (session, end)
     }
 
     /// Where this session's notifications go (also those of its `subscriptions/listen` streams).
@@ -468,25 +475,32 @@ impl Session {
         self.server_info().get("capabilities").and_then(|c| c.get(name)).is_some_and(|v| !v.is_null())
     }
 
-    /// The session ended: cancelled, or its transport closed (the service loop is gone).
+    /// The session ended: closed, or its transport closed (the service loop is gone).
     pub fn is_closed(&self) -> bool {
-        self.service.lock().as_ref().is_none_or(|s| s.is_closed()) || self.peer.is_transport_closed()
+        self.cancel.lock().is_none() || self.peer.is_transport_closed()
     }
 
-    /// Ends the session (idempotent) without waiting.
+    /// Ends the session (idempotent) without waiting; [`SessionEnd::wait`] tells when it has.
     pub fn close(&self) {
-        if let Some(service) = self.service.lock().as_ref() {
-            service.cancellation_token().cancel();
+        if let Some(cancel) = self.cancel.lock().take() {
+            cancel.cancel();
         }
     }
+}
 
-    /// Ends the session and waits (up to `grace`) until it has: over Streamable HTTP that
-    /// includes the `DELETE` that lets the app forget it, so an orderly stop does not kill a
-    /// launched app while rmcp is still saying goodbye to it.
-    pub async fn shut(&self, grace: Duration) {
-        let service = self.service.lock().take();
-        if let Some(mut service) = service {
-            let _ = service.close_with_timeout(grace).await;
+/// The end of a session's service loop: its connection to the app is gone, or, after
+/// [`Session::close`], the session has said goodbye (over Streamable HTTP, the `DELETE` that
+/// lets the app forget it). Awaited by the app's supervisor, so a lost connection is noticed
+/// when it happens rather than by polling; dropping it ends the session.
+pub struct SessionEnd(Option<futures::future::BoxFuture<'static, ()>>);
+
+impl SessionEnd {
+    /// Resolves once the loop has ended (at once after that). Cancel-safe: a `select!` may
+    /// drop it and call again.
+    pub async fn wait(&mut self) {
+        if let Some(waiting) = self.0.as_mut() {
+            waiting.await;
+            self.0 = None;
         }
     }
 }
