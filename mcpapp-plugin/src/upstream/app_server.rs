@@ -87,7 +87,6 @@ pub fn unavailable(state: AppState) -> String {
     }
 }
 
-/// A connected session and what it offers.
 /// What [`AppServer::connect`] gives: the live session and what its supervisor watches.
 struct Connected {
     live: Live,
@@ -104,6 +103,7 @@ struct Watched {
     health: Option<HealthCheck>,
 }
 
+/// A connected session and what it offers.
 pub struct Live {
     pub session: Session,
     /// Shared, not copied: every call looks a tool up in it (a copy per call cost a third of

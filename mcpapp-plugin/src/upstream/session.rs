@@ -344,8 +344,8 @@ pub struct Session {
 
 impl Session {
     /// A session rmcp opened; `short_way`, the short way of its tool calls (taken only for a
-    /// session of an initialize-era revision).
-    /// The session's end goes to whoever watches it (the app's supervisor).
+    /// session of an initialize-era revision). The session's end ([`SessionEnd`]) goes to
+    /// whoever watches it: the app's supervisor.
     pub fn new(
         service: RunningService<RoleClient, UpstreamHandler>,
         request_timeout: Duration,
