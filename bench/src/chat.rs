@@ -359,7 +359,8 @@ pub async fn chat(art: &Artefacts, o: &Opts) -> Res<Value> {
                  the time is the host's (plus the app's echo and the SQLite session store); host_ms_per_turn is the p50 \
                  with 1 session, turns_per_s with 50 sessions each sending its next turn when the last ends; gateway CPU is \
                  /proc/PID/stat utime+stime of gateway-host ÷ turns (50 sessions; _1_session: the 1-session rounds, whose \
-                 history grows to thousands of messages). The scripted model reads only the message count, the last \
+                 history grows to thousands of messages, of which the model is sent the most recent 128 KiB, \
+                 `Agent.MaxHistoryBytes`' default). The scripted model reads only the message count, the last \
                  message's role and the tool names of a request, so that its own work stays small beside the gateway's"
     }))
 }
