@@ -215,6 +215,16 @@ impl ModelHistory {
         self.text.turn_starts.get(fits).map_or("", |start| &json[*start..])
     }
 
+    /// The history of these stored messages, as the stores build it.
+    #[cfg(test)]
+    pub fn of(messages: &[Value]) -> ModelHistory {
+        let mut history = ModelHistory::default();
+        for m in messages {
+            history.push(m);
+        }
+        history
+    }
+
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.count
@@ -270,14 +280,6 @@ mod tests {
         ]
     }
 
-    fn history_of(messages: &[Value]) -> ModelHistory {
-        let mut history = ModelHistory::default();
-        for m in messages {
-            history.push(m);
-        }
-        history
-    }
-
     fn parsed(json: &str) -> Vec<Value> {
         serde_json::from_str::<Vec<Value>>(&format!("[{json}]")).unwrap()
     }
@@ -285,7 +287,7 @@ mod tests {
     #[test]
     fn recent_keeps_the_last_whole_turns_that_fit() {
         let messages = two_turns();
-        let history = history_of(&messages);
+        let history = ModelHistory::of(&messages);
         let all = history.json();
         assert_eq!(parsed(all), messages);
         assert_eq!(history.recent(None), all, "no budget: everything");
@@ -304,8 +306,8 @@ mod tests {
     fn a_page_part_is_not_counted_and_a_shared_copy_does_not_change() {
         let mut ui = two_turns();
         ui[2][UI_KEY] = json!({"resourceUri": "ui://app/page", "result": {"big": "x".repeat(1000)}});
-        let history = history_of(&ui);
-        assert_eq!(history.json(), history_of(&two_turns()).json(), "what only pages read is not the model's");
+        let history = ModelHistory::of(&ui);
+        assert_eq!(history.json(), ModelHistory::of(&two_turns()).json(), "what only pages read is not the model's");
         let held = history.clone();
         let mut grown = history;
         grown.push(&json!({"role": "user", "content": "more"}));

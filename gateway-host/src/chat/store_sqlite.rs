@@ -412,7 +412,7 @@ pub(crate) mod tests {
         assert!(s.summary.updated_at > s.summary.created_at);
         let all: Vec<Value> = turn1.iter().chain(turn2.iter()).cloned().collect();
         assert_eq!(s.messages, all);
-        assert_eq!(store.model_history(a).await.unwrap(), model_history_of(&all));
+        assert_eq!(store.model_history(a).await.unwrap(), ModelHistory::of(&all));
 
         // A session whose first turn has no title takes the next one's.
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -441,7 +441,7 @@ pub(crate) mod tests {
         store.append_turn(a, "new", &[json!({"role": "user", "content": "new"})]).await.unwrap();
         let s = store.load(a).await.unwrap().unwrap();
         assert_eq!((s.summary.turns, s.summary.title.as_str(), s.messages.len()), (1, "new", 1));
-        assert_eq!(store.model_history(a).await.unwrap(), model_history_of(&s.messages));
+        assert_eq!(store.model_history(a).await.unwrap(), ModelHistory::of(&s.messages));
         assert!(store.delete(a).await.unwrap());
         assert!(store.delete(b).await.unwrap());
     }
@@ -497,15 +497,6 @@ pub(crate) mod tests {
         drop(held);
         let again = tokio::time::timeout(Duration::from_secs(5), two.lock(a)).await.expect("lock after the holder left");
         drop(again.unwrap());
-    }
-
-    /// What `model_history` must give for these stored messages.
-    pub(crate) fn model_history_of(messages: &[Value]) -> ModelHistory {
-        let mut history = ModelHistory::default();
-        for m in messages {
-            history.push(m);
-        }
-        history
     }
 
     fn open_in(dir: &tempfile::TempDir) -> SqliteStore {
@@ -570,7 +561,7 @@ pub(crate) mod tests {
         let turn1 = vec![json!({"role": "user", "content": "show it"}), ui.clone(), json!({"role": "assistant", "content": "ok"})];
         store.append_turn("s", "show it", &turn1).await.unwrap();
         let history = store.model_history("s").await.unwrap();
-        assert_eq!(history, model_history_of(&turn1));
+        assert_eq!(history, ModelHistory::of(&turn1));
         assert_eq!(history.len(), 3);
         assert!(!history.json().contains("resourceUri"), "the page's part is not for the model: {}", history.json());
         let parsed: Value = serde_json::from_str(&format!("[{}]", history.json())).unwrap();
@@ -580,12 +571,12 @@ pub(crate) mod tests {
         store.append_turn("s", "again", &turn2).await.unwrap();
         assert_eq!(history.len(), 3);
         let all: Vec<Value> = turn1.iter().chain(turn2.iter()).cloned().collect();
-        assert_eq!(store.model_history("s").await.unwrap(), model_history_of(&all));
+        assert_eq!(store.model_history("s").await.unwrap(), ModelHistory::of(&all));
         // A session not cached yet (another store on the file stands for a restart) is read from the file.
         drop(store);
         let store = SqliteStore::open(&path).unwrap();
         assert_eq!(store.cache.lock().entries.len(), 0);
-        assert_eq!(store.model_history("s").await.unwrap(), model_history_of(&all));
+        assert_eq!(store.model_history("s").await.unwrap(), ModelHistory::of(&all));
         assert_eq!(store.cache.lock().entries.len(), 1);
         assert!(store.delete("s").await.unwrap());
         assert_eq!(store.cache.lock().entries.len(), 0);
