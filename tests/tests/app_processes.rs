@@ -290,6 +290,35 @@ fn a_launched_http_app_that_stops_answering_is_restarted() {
     eprintln!("hung app noticed after {noticed:?}");
 }
 
+/// A launched http app killed outright is reported lost (naming the signal) and restarted, and
+/// nothing else is logged as an error: no "fail to delete session" for the session the dead app
+/// took with it.
+#[test]
+fn a_killed_http_app_is_restarted_without_an_error_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("k.pid");
+    write_manifest(&dir.path().join("apps"), "k", &http_app("k", &["--pid-file", &pid_file.display().to_string()]));
+    let gw = GatewayProcess::start(config_for(dir.path()));
+    assert!(wait_state(&gw, "k", "running", Duration::from_secs(30)), "{}", gw.logs());
+    let first = read_pid(&pid_file, Duration::from_secs(5));
+    // SAFETY: kill(2) on the app process this test started through the gateway.
+    unsafe { libc::kill(first, libc::SIGKILL) };
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
+            std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<i32>().ok()).is_some_and(|p| p != first)
+                && health_app(&gw, "k")["state"] == "running"
+        }),
+        "not restarted\n{}",
+        gw.logs()
+    );
+    let lost = gw.find_log("McpApp 'k' lost:").unwrap_or_else(|| panic!("the loss was not reported\n{}", gw.logs()));
+    assert!(lost.contains("killed by signal 9"), "{lost}");
+    let errors: Vec<String> = gw.log_lines().into_iter().filter(|l| l.contains(" ERROR ")).collect();
+    assert!(errors.is_empty(), "error lines:\n{}\n\nall logs:\n{}", errors.join("\n"), gw.logs());
+    let response = call_tool(&gw, "k", "echo", json!({"text": "back"}));
+    assert_eq!(response["result"]["structuredContent"]["text"], "back", "{response}");
+}
+
 /// Must-show 8: an http app that takes 2 s to listen starts without an ERROR (or rmcp WARN) line,
 /// and an orderly stop of the gateway ends its session before its process (no "fail to delete
 /// session" ERROR from a DELETE sent to an app already killed).

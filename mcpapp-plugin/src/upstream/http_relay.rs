@@ -115,7 +115,15 @@ impl StreamableHttpClient for RecordingClient {
         if self.seen.read().as_ref().is_some_and(|seen| seen.session_id == session_id) {
             *self.seen.write() = None;
         }
-        self.inner.delete_session(uri, session_id, auth_header, custom_headers).await
+        match self.inner.delete_session(uri, session_id, auth_header, custom_headers).await {
+            // Nothing listens there any more: the app is gone, and its sessions with it. Nothing
+            // to forget, and nothing for rmcp to report as an ERROR after the loss was reported.
+            Err(StreamableHttpError::Client(e)) if e.is_connect() => {
+                tracing::debug!("the app could not be reached to forget its session (it is gone): {e}");
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     async fn get_stream(
