@@ -578,7 +578,7 @@ fn tool_calls_to_a_stdio_app_go_the_short_way_beside_rmcps_session() {
 /// handler no way to cut its own stream).
 #[test]
 fn a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way() {
-    let server = CuttingServer::start();
+    let server = HandWrittenApp::start(Ending::CutBeforeTheAnswer);
     let m = TestModule::new(json!({}));
     m.add_app(
         "cut",
@@ -594,7 +594,7 @@ fn a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way() {
         assert!(!outcome.is_error, "round {round}: {}", outcome.text);
         assert!(outcome.text.as_str().contains("resumed: after the cut"), "round {round}: {}", outcome.text);
     }
-    let seen = server.seen.lock().unwrap().clone();
+    let seen = server.seen();
     let calls: Vec<&String> = seen.iter().filter(|s| s.starts_with("POST tools/call")).collect();
     assert_eq!(calls.len(), 2, "{seen:?}");
     assert!(calls.iter().all(|c| c.contains("id gw-")), "the short way's calls: {seen:?}");
@@ -603,23 +603,74 @@ fn a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way() {
     assert!(resumes.iter().all(|r| r.ends_with("session s-1")), "on the session: {seen:?}");
 }
 
-/// The app of [`a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way`]: answers
+/// A response stream the app ends only after a pause that follows the answer (its closing chunk
+/// then comes in a TCP segment of its own): the short way reads it to its end, off the call's
+/// path, so the connection goes back to the pool. Dropped before its end, as it used to be,
+/// every such call closed its connection and the next one opened a new one.
+#[test]
+fn an_answered_response_stream_is_read_to_its_end_and_its_connection_reused() {
+    let server = HandWrittenApp::start(Ending::PauseAfterTheAnswer);
+    let m = TestModule::new(json!({}));
+    m.add_app(
+        "slow-end",
+        &json!({
+            "id": "slow-end", "version": "1.0.0", "transport": "http", "url": server.url,
+            "toolNamePrefix": "slow-end.", "startupTimeoutSeconds": 15, "requestTimeoutSeconds": 15
+        }),
+    );
+    m.reload();
+    assert!(m.wait_state("slow-end", "running", SECS(20)), "{}", m.app("slow-end").last_error);
+    for round in 1..=5 {
+        let outcome = m.call("slow-end", "echo", &json!({ "text": format!("round {round}") }).to_string());
+        assert!(!outcome.is_error && outcome.text.as_str().contains(&format!("answered: round {round}")), "round {round}: {}", outcome.text);
+        // Long after the stream's end: its connection is idle in the pool again.
+        std::thread::sleep(END_PAUSE * 10);
+    }
+    let seen = server.seen();
+    let calls: Vec<&String> = seen.iter().filter(|s| s.starts_with("POST tools/call")).collect();
+    assert_eq!(calls.len(), 5, "{seen:?}");
+    assert!(calls.iter().all(|c| c.contains("id gw-")), "the short way's calls: {seen:?}");
+    let connections: std::collections::BTreeSet<&str> = calls.iter().filter_map(|c| c.rsplit_once(" from ").map(|(_, peer)| peer)).collect();
+    assert_eq!(connections.len(), 1, "five calls one after the other on one connection: {seen:?}");
+}
+
+/// How [`HandWrittenApp`] ends a `tools/call`'s response stream.
+#[derive(Clone, Copy)]
+enum Ending {
+    /// One event with an id and no data (a priming event), then the end; a GET with that id as
+    /// `Last-Event-ID` gets the call's answer.
+    CutBeforeTheAnswer,
+    /// The answer, then the end [`END_PAUSE`] later.
+    PauseAfterTheAnswer,
+}
+
+const END_PAUSE: Duration = Duration::from_millis(100);
+
+/// The app of [`a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way`] and
+/// [`an_answered_response_stream_is_read_to_its_end_and_its_connection_reused`], a minimal
+/// Streamable HTTP server (rmcp's server gives a handler no say over its stream): answers
 /// `initialize` (session `s-1`) and `tools/list` with JSON, and a `tools/call` with an event
-/// stream that carries one event id and ends; a GET with that id as `Last-Event-ID` gets the
-/// call's answer. `seen` records each request.
-struct CuttingServer {
+/// stream that ends as its [`Ending`] says. `seen` records each request with the peer it came from.
+struct HandWrittenApp {
     url: String,
     seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     _runtime: tokio::runtime::Runtime,
 }
 
-impl CuttingServer {
-    fn start() -> CuttingServer {
+impl HandWrittenApp {
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    fn start(ending: Ending) -> HandWrittenApp {
+        use axum::extract::{ConnectInfo, State};
         use axum::http::{HeaderMap, StatusCode};
         use axum::response::{IntoResponse, Response};
-        type Shared = std::sync::Arc<CuttingState>;
-        #[derive(Default)]
-        struct CuttingState {
+        use futures::StreamExt as _;
+        use std::net::SocketAddr;
+        type Shared = std::sync::Arc<AppState>;
+        struct AppState {
+            ending: Ending,
             seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
             /// Event id → the answer that stream was cut before.
             cut: std::sync::Mutex<std::collections::HashMap<String, Value>>,
@@ -627,12 +678,19 @@ impl CuttingServer {
         fn sse(body: String) -> Response {
             ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], body).into_response()
         }
-        async fn post(axum::extract::State(state): axum::extract::State<Shared>, headers: HeaderMap, body: String) -> Response {
+        /// `event` now, the stream's end after [`END_PAUSE`].
+        fn sse_ending_later(event: String) -> Response {
+            let now = futures::stream::once(async move { Ok::<_, std::io::Error>(axum::body::Bytes::from(event)) });
+            let end = futures::stream::once(tokio::time::sleep(END_PAUSE)).filter_map(|_| async { None });
+            let body = axum::body::Body::from_stream(now.chain(end));
+            ([("content-type", "text/event-stream"), ("cache-control", "no-cache")], body).into_response()
+        }
+        async fn post(State(state): State<Shared>, ConnectInfo(peer): ConnectInfo<SocketAddr>, headers: HeaderMap, body: String) -> Response {
             let message: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
             let method = message["method"].as_str().unwrap_or("").to_string();
             let id = message["id"].clone();
             let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).unwrap_or("-").to_string();
-            state.seen.lock().unwrap().push(format!("POST {method} id {} session {session}", id.as_str().map(String::from).unwrap_or(id.to_string())));
+            state.seen.lock().unwrap().push(format!("POST {method} id {} session {session} from {peer}", id.as_str().map(String::from).unwrap_or(id.to_string())));
             if id.is_null() {
                 return StatusCode::ACCEPTED.into_response();
             }
@@ -644,6 +702,11 @@ impl CuttingServer {
                     return ([("content-type", "application/json"), ("mcp-session-id", "s-1")], answer.to_string()).into_response();
                 }
                 "tools/list" => json!({ "tools": [{ "name": "echo", "inputSchema": { "type": "object", "properties": { "text": { "type": "string" } } } }] }),
+                "tools/call" if matches!(state.ending, Ending::PauseAfterTheAnswer) => {
+                    let text = message["params"]["arguments"]["text"].as_str().unwrap_or("");
+                    let answer = json!({ "jsonrpc": "2.0", "id": id, "result": { "content": [{ "type": "text", "text": format!("answered: {text}") }] } });
+                    return sse_ending_later(format!("data: {answer}\n\n"));
+                }
                 "tools/call" => {
                     let text = message["params"]["arguments"]["text"].as_str().unwrap_or("").to_string();
                     let answer = json!({ "jsonrpc": "2.0", "id": id, "result": { "content": [{ "type": "text", "text": format!("resumed: {text}") }] } });
@@ -656,7 +719,7 @@ impl CuttingServer {
             };
             ([("content-type", "application/json")], json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()).into_response()
         }
-        async fn get(axum::extract::State(state): axum::extract::State<Shared>, headers: HeaderMap) -> Response {
+        async fn get(State(state): State<Shared>, headers: HeaderMap) -> Response {
             let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(String::from);
             let Some(last) = header("last-event-id") else {
                 // No stream of the server's own: allowed by the transport.
@@ -670,14 +733,14 @@ impl CuttingServer {
             }
         }
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-        let state = Shared::default();
-        let seen = state.seen.clone();
+        let seen = std::sync::Arc::default();
+        let state = Shared::new(AppState { ending, seen: std::sync::Arc::clone(&seen), cut: Default::default() });
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let app = axum::Router::new()
             .route("/mcp", axum::routing::post(post).get(get).delete(|| async { StatusCode::OK }))
             .with_state(state);
-        runtime.spawn(async move { axum::serve(listener, app).await.unwrap() });
-        CuttingServer { url, seen, _runtime: runtime }
+        runtime.spawn(async move { axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await.unwrap() });
+        HandWrittenApp { url, seen, _runtime: runtime }
     }
 }

@@ -333,7 +333,7 @@ impl AppServer {
                     wait_for_port(&self.key, &url, p).await?;
                 }
                 let (service, http_relay) = loop {
-                    match session::connect_http(&url, &manifest.headers, handler(), lifecycle.clone()).await {
+                    match session::connect_http(&url, &manifest.headers, handler(), lifecycle.clone(), &self.ctx.tasks).await {
                         Ok(connected) => break connected,
                         Err(e) => {
                             let Some(p) = process.as_mut() else { return Err(e) };

@@ -586,6 +586,7 @@ pub async fn connect_http(
     headers: &std::collections::BTreeMap<String, String>,
     handler: UpstreamHandler,
     lifecycle: ClientLifecycleMode,
+    tasks: &Tasks,
 ) -> Result<(RunningService<RoleClient, UpstreamHandler>, Option<HttpRelay>), UpstreamError> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
@@ -601,7 +602,7 @@ pub async fn connect_http(
         .max_sse_event_size(MAX_JSON_RESPONSE_BYTES)
         .reinit_on_expired_session(true);
     let client = upstream_http_client()?;
-    let short = HttpRelay::new(url, client.clone(), MAX_JSON_RESPONSE_BYTES);
+    let short = HttpRelay::new(url, client.clone(), MAX_JSON_RESPONSE_BYTES, tasks.clone());
     let service = match &short {
         Some(short) => handler.serve_with_lifecycle(Sequenced::new(StreamableHttpClientTransport::with_client(short.client_for_rmcp(), config)), lifecycle).await,
         None => handler.serve_with_lifecycle(Sequenced::new(StreamableHttpClientTransport::with_client(client, config)), lifecycle).await,
