@@ -110,6 +110,7 @@ pub const CONFIGURATION: Key = Section(&[
             ("DataPath", V),
             ("DataDir", V),
             ("ShutdownTimeoutSeconds", V),
+            ("WorkerThreads", V),
             // http/auth.rs
             ("AlwaysRequireAuth", V),
             ("AuthToken", V),

@@ -39,9 +39,34 @@ pub fn run(config: Option<&Path>, module: Option<&Path>, urls: Option<&str>) -> 
     let (settings, loaded) = load(config, module)?;
     let urls = urls.map(str::to_string).or_else(|| settings.get_str("Gateway:Urls")).unwrap_or(DEFAULT_URLS.into());
     let addrs = parse_urls(&urls)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().thread_name("gateway").build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(worker_threads(&settings))
+        .enable_all()
+        .thread_name("gateway")
+        .build()?;
     runtime.block_on(serve(settings, loaded, addrs, config.map(Path::to_path_buf)))
 }
+
+/// The host's share of the machine: `Gateway.WorkerThreads`, by default half its cores and at
+/// least one — the module's runtime has the other half (`mcpapp-plugin` `abi/runtime.rs`). A
+/// call is I/O handed from task to task; what costs is a task waking an idle worker, a sleep and
+/// a wake-up in the kernel. Measured on 2 cores (`bench peers` and `bench proxy`, one worker and
+/// two in alternation, 2026-12-02): gateway CPU per call 15–25 % lower, p50 at 1 concurrent
+/// ~10 % lower, throughput at 16 concurrent 10–17 % higher; `bench chat` unchanged.
+fn worker_threads(settings: &Settings) -> usize {
+    let default = std::thread::available_parallelism().map_or(1, |n| n.get() / 2).max(1);
+    let Some(configured) = settings.get_str("Gateway:WorkerThreads") else { return default };
+    match configured.parse::<usize>() {
+        Ok(n) if (1..=MAX_WORKER_THREADS).contains(&n) => n,
+        _ => {
+            tracing::warn!("Gateway.WorkerThreads {configured:?} is not a number from 1 to {MAX_WORKER_THREADS}; using {default}");
+            default
+        }
+    }
+}
+
+/// More would be a configuration mistake (tokio's own limit is higher).
+const MAX_WORKER_THREADS: usize = 256;
 
 async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>, config: Option<PathBuf>) -> Result<(), BoxError> {
     let summary = loaded.summary();
@@ -204,6 +229,28 @@ impl Signals {
         tokio::select! {
             _ = self.term.recv() => {}
             _ = self.interrupt.recv() => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn settings(gateway: serde_json::Value) -> Settings {
+        Settings { effective: json!({ "Gateway": gateway }), config_dir: PathBuf::from(".") }
+    }
+
+    #[test]
+    fn worker_threads_are_half_the_cores_unless_configured() {
+        let half = std::thread::available_parallelism().map_or(1, |n| n.get() / 2).max(1);
+        assert_eq!(worker_threads(&settings(json!({}))), half);
+        assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": 3 }))), 3);
+        // From the environment (`Gateway__WorkerThreads=4`) it arrives as a string.
+        assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": "4" }))), 4);
+        for wrong in [json!(0), json!(-1), json!("many"), json!(1.5), json!(100_000)] {
+            assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": wrong }))), half, "{wrong}");
         }
     }
 }
