@@ -36,8 +36,14 @@ pub fn target_dir() -> PathBuf {
     }
 }
 
-/// `target/release/<name>`, or an error telling how to build it.
+/// `<name>` beside the running bench, else `target/release/<name>`, or an error telling how to
+/// build it. Beside first: the bench measures the artefacts built with it, even from a target
+/// folder copied from another checkout (whose path the bench was compiled with).
 pub fn release_artefact(name: &str) -> Res<PathBuf> {
+    let beside = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join(name)));
+    if let Some(p) = beside.filter(|p| p.exists()) {
+        return Ok(p);
+    }
     let p = target_dir().join("release").join(name);
     if p.exists() {
         Ok(p)

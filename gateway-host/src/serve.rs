@@ -47,14 +47,13 @@ pub fn run(config: Option<&Path>, module: Option<&Path>, urls: Option<&str>) -> 
     runtime.block_on(serve(settings, loaded, addrs, config.map(Path::to_path_buf)))
 }
 
-/// The host's share of the machine: `Gateway.WorkerThreads`, by default half its cores and at
-/// least one — the module's runtime has the other half (`mcpapp-plugin` `abi/runtime.rs`). A
-/// call is I/O handed from task to task; what costs is a task waking an idle worker, a sleep and
-/// a wake-up in the kernel. Measured on 2 cores (`bench peers` and `bench proxy`, one worker and
-/// two in alternation, 2026-12-02): gateway CPU per call 15–25 % lower, p50 at 1 concurrent
-/// ~10 % lower, throughput at 16 concurrent 10–17 % higher; `bench chat` unchanged.
+/// The host runtime's worker threads: `Gateway.WorkerThreads`, by default one per core (tokio's
+/// default). Measured on 2 cores (`bench peers` and `bench proxy`, one worker and two in
+/// alternation, 2026-11 and 2026-12-02): no consistent difference in CPU per call, latency or
+/// throughput, so the default stays; the key bounds the gateway's threads where an operator
+/// wants to (the module's runtime has its own, half the cores: `mcpapp-plugin` `abi/runtime.rs`).
 fn worker_threads(settings: &Settings) -> usize {
-    let default = std::thread::available_parallelism().map_or(1, |n| n.get() / 2).max(1);
+    let default = std::thread::available_parallelism().map_or(1, |n| n.get());
     let Some(configured) = settings.get_str("Gateway:WorkerThreads") else { return default };
     match configured.parse::<usize>() {
         Ok(n) if (1..=MAX_WORKER_THREADS).contains(&n) => n,
@@ -243,14 +242,14 @@ mod tests {
     }
 
     #[test]
-    fn worker_threads_are_half_the_cores_unless_configured() {
-        let half = std::thread::available_parallelism().map_or(1, |n| n.get() / 2).max(1);
-        assert_eq!(worker_threads(&settings(json!({}))), half);
+    fn worker_threads_are_one_per_core_unless_configured() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(worker_threads(&settings(json!({}))), cores);
         assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": 3 }))), 3);
         // From the environment (`Gateway__WorkerThreads=4`) it arrives as a string.
         assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": "4" }))), 4);
         for wrong in [json!(0), json!(-1), json!("many"), json!(1.5), json!(100_000)] {
-            assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": wrong }))), half, "{wrong}");
+            assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": wrong }))), cores, "{wrong}");
         }
     }
 }
