@@ -312,9 +312,10 @@ impl HttpRelay {
     /// Reads an answered response stream to its end, so that its connection goes back to the
     /// pool: a body dropped before its last chunk closes the connection, and the next call opens
     /// a new one. Measured at 1 concurrent (`bench proxy`): about one call in ten, whenever the
-    /// app's closing chunk came in a TCP segment of its own after the response. The end is
-    /// usually here already; otherwise a task waits for it, off the call's path and briefly (an
-    /// app that keeps the stream open loses the connection, as before). Nothing the app sends
+    /// app's closing chunk came in a TCP segment of its own after the response. A stream already
+    /// ended is let go at once; otherwise (nearly always: hyper's connection task decodes the
+    /// closing chunk only after handing over the data) a task waits for the end, off the call's
+    /// path and briefly (an app that keeps the stream open loses the connection, as before). Nothing the app sends
     /// after the response belongs to the call: it is discarded.
     fn finish(&self, mut rest: BodyStream) {
         loop {
