@@ -244,6 +244,7 @@ fn write_benchmarks_md(results: &[Value], quick: bool, wall: f64) -> Res<String>
                     "direct",
                     "apps_mcp",
                     "mcp",
+                    "apps_mcp_2026",
                     "direct_stdio",
                     "gateway",
                     "supergateway",

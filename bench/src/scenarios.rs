@@ -63,9 +63,14 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
     let apps = dir.path().join("apps");
     let port = free_port();
     write_manifest(&apps, "web", &http_app(art, "web", port))?;
+    // The same app declaring the 2026-07-28 revision: the gateway's session to it is stateless,
+    // each request carrying the revision's envelope and headers.
+    let mut modern = http_app(art, "web26", free_port());
+    modern["protocolVersion"] = json!("2026-07-28");
+    write_manifest(&apps, "web26", &modern)?;
     let gw = Gateway::start(art, dir, &gateway_config(&apps), &[])?;
     let client = http_client();
-    gw.wait_running(&client, &["web".into()], Duration::from_secs(30))
+    gw.wait_running(&client, &["web".into(), "web26".into()], Duration::from_secs(30))
         .await?;
     let mcp_name = gateway_tool_name(&client, &gw, "web", "echo").await?;
     log(format!(
@@ -90,6 +95,10 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
         (
             "mcp",
             McpRequest::tool_call(&format!("{}/mcp", gw.url), &mcp_name, args.clone()),
+        ),
+        (
+            "apps_mcp_2026",
+            McpRequest::tool_call(&format!("{}/apps/mcp/web26", gw.url), "echo", args.clone()),
         ),
     ];
     // Warm-up: connections, caches, the app's lazy paths.
@@ -165,7 +174,8 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
     out["gateway_cpu_us_per_call"] = out["apps_mcp"]["gateway_cpu_us_per_call"].clone();
     out["errors"] = errors.into();
     out["note"] = "ratios are gateway ÷ direct within this run; top-level p50/p99 ratios are /apps/mcp at concurrency 1, \
-                   throughput_ratio /apps/mcp at 16; gateway CPU is /proc/PID/stat utime+stime of gateway-host only (the \
+                   throughput_ratio /apps/mcp at 16; apps_mcp_2026 is /apps/mcp to the same app declaring the 2026-07-28 \
+                   revision (a stateless session: envelope and headers on every request); gateway CPU is /proc/PID/stat utime+stime of gateway-host only (the \
                    app is a separate process) over its rounds ÷ calls proxied"
         .into();
     Ok(out)

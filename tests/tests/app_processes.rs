@@ -276,18 +276,24 @@ fn a_launched_http_app_that_stops_answering_is_restarted() {
     // stopped app this side of 30 s, so the bound leaves a loaded machine a wide margin.
     assert!(noticed < Duration::from_secs(15), "noticed only after {noticed:?}");
     assert!(gw.find_log("McpApp 'h' lost:").unwrap().contains("stopped answering"), "{}", gw.logs());
-    assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
-            std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<i32>().ok()).is_some_and(|p| p != first)
-                && health_app(&gw, "h")["state"] == "running"
-        }),
-        "not restarted\n{}",
-        gw.logs()
-    );
+    assert_restarted(&gw, "h", &pid_file, first);
     assert!(wait_until(Duration::from_secs(10), Duration::from_millis(50), || !process_alive(first)), "the hung process was not killed");
     let response = call_tool(&gw, "h", "echo", json!({"text": "back"}));
     assert_eq!(response["result"]["structuredContent"]["text"], "back", "{response}");
     eprintln!("hung app noticed after {noticed:?}");
+}
+
+/// Waits until app `id` runs again in a process other than `first` (its `--pid-file` is
+/// `pid_file`).
+fn assert_restarted(gw: &GatewayProcess, id: &str, pid_file: &std::path::Path, first: i32) {
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
+            std::fs::read_to_string(pid_file).ok().and_then(|p| p.trim().parse::<i32>().ok()).is_some_and(|p| p != first)
+                && health_app(gw, id)["state"] == "running"
+        }),
+        "{id} was not restarted\n{}",
+        gw.logs()
+    );
 }
 
 /// A launched http app killed outright is reported lost (naming the signal) and restarted, and
@@ -303,14 +309,7 @@ fn a_killed_http_app_is_restarted_without_an_error_line() {
     let first = read_pid(&pid_file, Duration::from_secs(5));
     // SAFETY: kill(2) on the app process this test started through the gateway.
     unsafe { libc::kill(first, libc::SIGKILL) };
-    assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(100), || {
-            std::fs::read_to_string(&pid_file).ok().and_then(|p| p.trim().parse::<i32>().ok()).is_some_and(|p| p != first)
-                && health_app(&gw, "k")["state"] == "running"
-        }),
-        "not restarted\n{}",
-        gw.logs()
-    );
+    assert_restarted(&gw, "k", &pid_file, first);
     let lost = gw.find_log("McpApp 'k' lost:").unwrap_or_else(|| panic!("the loss was not reported\n{}", gw.logs()));
     assert!(lost.contains("killed by signal 9"), "{lost}");
     let errors: Vec<String> = gw.log_lines().into_iter().filter(|l| l.contains(" ERROR ")).collect();

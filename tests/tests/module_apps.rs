@@ -479,11 +479,12 @@ fn default_configuration_runs_grocery_inventory() {
     assert!(status.success());
 }
 
-/// A module running two test-apps made by `app`: "old" of the initialize era, "new" of 2026-07-28.
+/// A module running two test-apps made by `app`: "old" of the initialize era, "new" of 2026-07-28
+/// (with the tool `regional`, whose argument `region` is mirrored into a header).
 fn old_and_new_apps(app: fn(&str, &[&str]) -> Value) -> TestModule {
     let m = TestModule::new(json!({}));
     m.add_app("old", &app("old", &[]));
-    let mut modern = app("new", &[]);
+    let mut modern = app("new", &["--header-tool"]);
     modern["protocolVersion"] = json!("2026-07-28");
     m.add_app("new", &modern);
     m.reload();
@@ -500,10 +501,19 @@ fn client_info(m: &TestModule, app: &str) -> Value {
     serde_json::from_str(outcome.structured_content_json.as_str()).unwrap()
 }
 
-/// A tool call to an HTTP app of an initialize-era revision goes the short way
-/// (`upstream/http_relay.rs`): on the session rmcp opened, with the headers rmcp sends on it, under
-/// a request id of its own (a string, so it never meets rmcp's numbers). One of the 2026-07-28
-/// revision still goes through rmcp, which adds that revision's per-request headers.
+/// The session's state a tool call to an app of the 2026-07-28 revision carries, as rmcp would
+/// send it: the revision, the gateway's client info and capabilities in its `_meta`.
+fn assert_enveloped(seen: &Value) {
+    assert_eq!(seen["protocolVersion"], "2026-07-28", "{seen}");
+    assert_eq!(seen["clientInfo"]["name"], "openclaw-gateway", "{seen}");
+    assert!(seen["capabilities"]["extensions"].is_object(), "the gateway's capabilities: {seen}");
+}
+
+/// A tool call to an HTTP app goes the short way (`upstream/http_relay.rs`): on the session rmcp
+/// opened, with the headers rmcp sends on it, under a request id of its own (a string, so it
+/// never meets rmcp's numbers). To an app of the 2026-07-28 revision it goes without a session,
+/// with the revision's envelope and per-message headers, as rmcp's requests do; a call of a tool
+/// that mirrors an argument into a header (`x-mcp-header`) is left to rmcp, which writes it.
 #[test]
 fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
     let m = old_and_new_apps(http_app);
@@ -525,15 +535,33 @@ fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
     assert!(failed.is_error && failed.text.as_str().contains("boom"), "{}", failed.text);
 
     let modern = info("new");
-    assert!(modern["requestId"].is_number(), "rmcp's way for a 2026-07-28 session: {modern}");
-    assert_eq!(modern["headers"]["mcp-method"], "tools/call", "{modern}");
+    let id = modern["requestId"].as_str().unwrap_or_else(|| panic!("not the short way's id: {modern}"));
+    assert!(id.starts_with("gw-"), "{modern}");
+    assert_enveloped(&modern);
+    let headers = &modern["headers"];
+    assert_eq!(headers["mcp-protocol-version"], "2026-07-28", "{headers}");
+    assert_eq!(headers["mcp-method"], "tools/call", "{headers}");
+    assert_eq!(headers["mcp-name"], "client_info", "{headers}");
+    assert!(headers.get("mcp-session-id").is_none(), "a stateless session: {headers}");
+    assert_ne!(info("new")["requestId"], modern["requestId"], "each call its own id");
+    let echo = m.call("new", "echo", r#"{"text":"short"}"#);
+    assert!(!echo.is_error && echo.text.as_str().contains("echo: short"), "{}", echo.text);
+    let failed = m.call("new", "fail", r#"{"message":"boom"}"#);
+    assert!(failed.is_error && failed.text.as_str().contains("boom"), "{}", failed.text);
+
+    let regional = m.call("new", "regional", r#"{"region":"eu-west"}"#);
+    assert!(!regional.is_error, "{}", regional.text);
+    let regional: Value = serde_json::from_str(regional.structured_content_json.as_str()).unwrap();
+    assert!(regional["requestId"].is_number(), "rmcp's way for a tool bound to headers: {regional}");
+    assert_eq!(regional["headers"]["mcp-param-region"], "eu-west", "{regional}");
 }
 
 /// A tool call to a stdio app of an initialize-era revision goes the short way too
 /// (`upstream/stdio_relay.rs`): its line is written to the app's stdin under the short way's id
 /// and its answer taken off the app's stdout before rmcp reads it, while rmcp keeps the rest of
 /// the session (the listings, the app's notifications) on the same pipes. Many calls at once, the
-/// short way's and rmcp's mixed, each get their own answer; a 2026-07-28 session stays rmcp's.
+/// short way's and rmcp's mixed, each get their own answer. A call to an app of the 2026-07-28
+/// revision carries the revision's envelope, as rmcp's requests do.
 #[test]
 fn tool_calls_to_a_stdio_app_go_the_short_way_beside_rmcps_session() {
     let m = old_and_new_apps(stdio_app);
@@ -568,7 +596,11 @@ fn tool_calls_to_a_stdio_app_go_the_short_way_beside_rmcps_session() {
     });
 
     let modern = info("new");
-    assert!(modern["requestId"].is_number(), "rmcp's way for a 2026-07-28 session: {modern}");
+    let id = modern["requestId"].as_str().unwrap_or_else(|| panic!("not the short way's id: {modern}"));
+    assert!(id.starts_with("gw-"), "{modern}");
+    assert_enveloped(&modern);
+    let echo = m.call("new", "echo", r#"{"text":"short"}"#);
+    assert!(!echo.is_error && echo.text.as_str().contains("echo: short"), "{}", echo.text);
 }
 
 /// An HTTP app that ends a tool call's response stream before the answer (a load balancer's
@@ -578,17 +610,7 @@ fn tool_calls_to_a_stdio_app_go_the_short_way_beside_rmcps_session() {
 /// handler no way to cut its own stream).
 #[test]
 fn a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way() {
-    let server = HandWrittenApp::start(Ending::CutBeforeTheAnswer);
-    let m = TestModule::new(json!({}));
-    m.add_app(
-        "cut",
-        &json!({
-            "id": "cut", "version": "1.0.0", "transport": "http", "url": server.url,
-            "toolNamePrefix": "cut.", "startupTimeoutSeconds": 15, "requestTimeoutSeconds": 15
-        }),
-    );
-    m.reload();
-    assert!(m.wait_state("cut", "running", SECS(20)), "{}", m.app("cut").last_error);
+    let (server, m) = hand_written_app("cut", Ending::CutBeforeTheAnswer);
     for round in 1..=2 {
         let outcome = m.call("cut", "echo", r#"{"text":"after the cut"}"#);
         assert!(!outcome.is_error, "round {round}: {}", outcome.text);
@@ -609,17 +631,7 @@ fn a_response_stream_the_app_cuts_short_is_resumed_by_the_short_way() {
 /// every such call closed its connection and the next one opened a new one.
 #[test]
 fn an_answered_response_stream_is_read_to_its_end_and_its_connection_reused() {
-    let server = HandWrittenApp::start(Ending::PauseAfterTheAnswer);
-    let m = TestModule::new(json!({}));
-    m.add_app(
-        "slow-end",
-        &json!({
-            "id": "slow-end", "version": "1.0.0", "transport": "http", "url": server.url,
-            "toolNamePrefix": "slow-end.", "startupTimeoutSeconds": 15, "requestTimeoutSeconds": 15
-        }),
-    );
-    m.reload();
-    assert!(m.wait_state("slow-end", "running", SECS(20)), "{}", m.app("slow-end").last_error);
+    let (server, m) = hand_written_app("slow-end", Ending::PauseAfterTheAnswer);
     for round in 1..=5 {
         let outcome = m.call("slow-end", "echo", &json!({ "text": format!("round {round}") }).to_string());
         assert!(!outcome.is_error && outcome.text.as_str().contains(&format!("answered: round {round}")), "round {round}: {}", outcome.text);
@@ -632,6 +644,22 @@ fn an_answered_response_stream_is_read_to_its_end_and_its_connection_reused() {
     assert!(calls.iter().all(|c| c.contains("id gw-")), "the short way's calls: {seen:?}");
     let connections: std::collections::BTreeSet<&str> = calls.iter().filter_map(|c| c.rsplit_once(" from ").map(|(_, peer)| peer)).collect();
     assert_eq!(connections.len(), 1, "five calls one after the other on one connection: {seen:?}");
+}
+
+/// A module running a [`HandWrittenApp`] as the http app `id`, once it is running.
+fn hand_written_app(id: &str, ending: Ending) -> (HandWrittenApp, TestModule) {
+    let server = HandWrittenApp::start(ending);
+    let m = TestModule::new(json!({}));
+    m.add_app(
+        id,
+        &json!({
+            "id": id, "version": "1.0.0", "transport": "http", "url": server.url,
+            "toolNamePrefix": format!("{id}."), "startupTimeoutSeconds": 15, "requestTimeoutSeconds": 15
+        }),
+    );
+    m.reload();
+    assert!(m.wait_state(id, "running", SECS(20)), "{}", m.app(id).last_error);
+    (server, m)
 }
 
 /// How [`HandWrittenApp`] ends a `tools/call`'s response stream.

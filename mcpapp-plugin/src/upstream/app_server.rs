@@ -577,9 +577,13 @@ impl AppServer {
             return self.listen_for_resource(&live, listener, method, params.as_ref()).await;
         }
         let mut params = params;
+        let binds_headers = method == "tools/call" && {
+            let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
+            live.catalog.read().tool(name).is_some_and(|tool| tool.binds_headers)
+        };
         for _round in 0..MAX_INPUT_ROUNDS {
             let result = tokio::select! {
-                r = live.session.send(method, params.clone(), None, Some(cancel), relay) => {
+                r = live.session.send(method, params.clone(), None, Some(cancel), relay, binds_headers) => {
                     r.map_err(|source| match source {
                         UpstreamError::Transport(_) if live.closing.is_cancelled() => {
                             CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }
@@ -662,7 +666,7 @@ impl AppServer {
         let upstream = |source| CallError::Upstream { app: self.key.clone(), source };
         let mut answered = std::collections::HashSet::new();
         loop {
-            let task = live.session.send("tasks/get", Some(id.clone()), None, None, None).await.map_err(upstream)?;
+            let task = live.session.send("tasks/get", Some(id.clone()), None, None, None, false).await.map_err(upstream)?;
             match task.get("status").and_then(Value::as_str).unwrap_or_default() {
                 "completed" => return Ok(task.get("result").cloned().unwrap_or_else(|| json!({}))),
                 "failed" => {
@@ -690,7 +694,7 @@ impl AppServer {
                         };
                         answered.extend(fresh.keys().cloned());
                         let update = json!({ "taskId": task_id, "inputResponses": answers["inputResponses"] });
-                        live.session.send("tasks/update", Some(update), None, None, None).await.map_err(upstream)?;
+                        live.session.send("tasks/update", Some(update), None, None, None, false).await.map_err(upstream)?;
                         continue;
                     }
                 }
@@ -708,7 +712,7 @@ impl AppServer {
     }
 
     async fn cancel_task(&self, live: &Live, id: &Value) {
-        if let Err(e) = live.session.send("tasks/cancel", Some(id.clone()), None, None, None).await {
+        if let Err(e) = live.session.send("tasks/cancel", Some(id.clone()), None, None, None, false).await {
             tracing::debug!(app = %self.key, "cancelling the app's task {id} failed: {e}");
         }
     }

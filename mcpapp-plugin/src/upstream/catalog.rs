@@ -21,6 +21,9 @@ pub struct AppTool {
     pub visible_to_model: bool,
     pub visible_to_app: bool,
     pub ui_resource_uri: Option<String>,
+    /// Its input schema names an `x-mcp-header` (SEP-2243): over Streamable HTTP of the
+    /// 2026-07-28 revision, a call carries those arguments in `Mcp-Param-*` headers too.
+    pub binds_headers: bool,
     /// The tool as the app listed it (schemas, `_meta`, title, annotations, icons…).
     pub raw: Value,
 }
@@ -165,9 +168,22 @@ pub fn parse_tool(raw: &Value, relaxed_schema: bool) -> Result<AppTool, String> 
         ui_resource_uri: tool_ui_resource_uri(meta),
         visible_to_model,
         visible_to_app,
+        binds_headers: raw.get("inputSchema").is_some_and(names_key("x-mcp-header")),
         raw: raw.clone(),
         name,
     })
+}
+
+/// Whether `key` is a key anywhere in a JSON value.
+fn names_key(key: &str) -> impl Fn(&Value) -> bool + '_ {
+    fn walk(value: &Value, key: &str) -> bool {
+        match value {
+            Value::Object(map) => map.iter().any(|(k, v)| k == key || walk(v, key)),
+            Value::Array(items) => items.iter().any(|v| walk(v, key)),
+            _ => false,
+        }
+    }
+    move |value| walk(value, key)
 }
 
 fn truncate(s: &str, max: usize) -> String {
@@ -269,6 +285,15 @@ mod tests {
         assert_eq!(odd.input_schema(), &json!({"type": "object"}));
         assert_eq!(odd.output_schema(), None);
         assert_eq!(odd.meta(), &json!({}));
+    }
+
+    #[test]
+    fn a_tool_binds_headers_when_its_input_schema_names_x_mcp_header_anywhere() {
+        let bound = |schema: Value| parse_tool(&json!({"name": "h", "inputSchema": schema}), false).unwrap().binds_headers;
+        assert!(bound(json!({"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}})));
+        assert!(bound(json!({"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"x-mcp-header": "B"}}}}})));
+        assert!(!bound(json!({"type": "object", "properties": {"region": {"type": "string", "description": "x-mcp-header"}}})));
+        assert!(!parse_tool(&json!({"name": "n", "inputSchema": {"type": "object"}, "_meta": {"x-mcp-header": "X"}}), false).unwrap().binds_headers);
     }
 
     #[test]

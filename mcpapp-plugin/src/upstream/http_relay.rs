@@ -3,7 +3,10 @@
 //!
 //! It speaks for the session rmcp opened: [`RecordingClient`], the HTTP client rmcp's transport
 //! uses, notes the session id and the headers rmcp sends on it (the negotiated protocol version,
-//! the manifest's headers), and a `tools/call` goes out with the same. Everything rmcp would do
+//! the manifest's headers), and a `tools/call` goes out with the same. A session of the
+//! 2026-07-28 revision has no id: its requests carry the revision's envelope (see
+//! [`super::short_way::Envelope`]) and the per-message headers `Mcp-Method` and `Mcp-Name`, as
+//! rmcp's do; a tool whose schema mirrors arguments into `Mcp-Param-*` headers is left to rmcp. Everything rmcp would do
 //! for the call is done here too, in the same way: the app's notifications during the call reach
 //! the call's client or the host (as [`super::upstream::Notifier`] does for rmcp's), its
 //! questions are put to the call's client and answered on the session (as
@@ -37,9 +40,9 @@ fn is_per_message(name: &HeaderName) -> bool {
     name.eq_ignore_ascii_case("mcp-method") || name.eq_ignore_ascii_case("mcp-name") || name.starts_with("mcp-param-")
 }
 
-/// What rmcp sends on the session: its id and its headers.
+/// What rmcp sends on the session: its id (none on a 2026-07-28 session) and its headers.
 struct Seen {
-    session_id: Arc<str>,
+    session_id: Option<Arc<str>>,
     headers: HeaderMap,
 }
 
@@ -52,13 +55,18 @@ pub struct RecordingClient {
 }
 
 impl RecordingClient {
+    /// Notes what a message of rmcp's is sent with: a session id, or, without one, the headers of
+    /// a 2026-07-28 message (its revision in `MCP-Protocol-Version`). Only a change is written.
     fn record(&self, session_id: Option<&Arc<str>>, headers: &HashMap<HeaderName, HeaderValue>) {
-        let Some(id) = session_id else { return };
-        if self.seen.read().as_ref().is_some_and(|seen| seen.session_id == *id) {
+        let version = headers.get(&HeaderName::from_static("mcp-protocol-version"));
+        if session_id.is_none() && !version.is_some_and(|v| v.as_bytes() >= MODERN.as_bytes()) {
+            return;
+        }
+        if self.seen.read().as_ref().is_some_and(|seen| seen.session_id.as_ref() == session_id) {
             return;
         }
         let headers = headers.iter().filter(|(name, _)| !is_per_message(name)).map(|(n, v)| (n.clone(), v.clone())).collect();
-        *self.seen.write() = Some(Seen { session_id: id.clone(), headers });
+        *self.seen.write() = Some(Seen { session_id: session_id.cloned(), headers });
     }
 }
 
@@ -113,7 +121,7 @@ impl StreamableHttpClient for RecordingClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
         // The session ends: the short way stops speaking for it.
-        if self.seen.read().as_ref().is_some_and(|seen| seen.session_id == session_id) {
+        if self.seen.read().as_ref().is_some_and(|seen| seen.session_id.as_ref() == Some(&session_id)) {
             *self.seen.write() = None;
         }
         match self.inner.delete_session(uri, session_id, auth_header, custom_headers).await {
@@ -180,22 +188,41 @@ impl HttpRelay {
 
     /// Sends one `tools/call` with `params` (see the module docs for what is taken).
     pub async fn tools_call(&self, params: Option<Value>, call: CallContext<'_>) -> Relayed {
-        let Some((session_id, headers)) = self.seen.read().as_ref().map(|s| (s.session_id.clone(), s.headers.clone())) else {
+        // An initialize-era session speaks with its id; a 2026-07-28 one without.
+        let Some((session_id, mut headers)) = self
+            .seen
+            .read()
+            .as_ref()
+            .filter(|s| s.session_id.is_some() == call.envelope.is_none())
+            .map(|s| (s.session_id.clone(), s.headers.clone()))
+        else {
             return Relayed::NotTaken(params);
         };
+        if call.envelope.is_some() {
+            let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).and_then(|n| HeaderValue::from_str(n).ok());
+            match name {
+                Some(name) if !call.binds_headers && is_plain_name(&name) => {
+                    headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_static("tools/call"));
+                    headers.insert(HeaderName::from_static("mcp-name"), name);
+                }
+                // rmcp's way encodes such a name, and writes the tool's Mcp-Param-* headers.
+                _ => return Relayed::NotTaken(params),
+            }
+        }
+        let session_id = session_id.as_deref();
         let id = format!("gw-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let body = tools_call_request(&id, params, call.relay);
-        let exchange = self.exchange(&session_id, &headers, &id, &body, &call);
+        let body = tools_call_request(&id, params, call.relay, call.envelope);
+        let exchange = self.exchange(session_id, &headers, &id, &body, &call);
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(call.timeout, exchange) => match outcome {
                 Ok(outcome) => outcome,
                 Err(_) => {
-                    self.tell_cancelled(&session_id, &headers, &id, "the gateway's request timed out").await;
+                    self.tell_cancelled(session_id, &headers, &id, "the gateway's request timed out").await;
                     return Relayed::Done(Err(UpstreamError::Timeout(call.timeout)));
                 }
             },
             _ = call.cancel.cancelled() => {
-                self.tell_cancelled(&session_id, &headers, &id, "cancelled by the client of the gateway").await;
+                self.tell_cancelled(session_id, &headers, &id, "cancelled by the client of the gateway").await;
                 return Relayed::Done(Err(UpstreamError::Cancelled));
             }
         };
@@ -205,7 +232,7 @@ impl HttpRelay {
                 // The app forgot the session: rmcp's way re-initialises it, and this way waits
                 // for the new one.
                 let mut seen = self.seen.write();
-                if seen.as_ref().is_some_and(|s| s.session_id == session_id) {
+                if seen.as_ref().is_some_and(|s| s.session_id.as_deref() == session_id) {
                     *seen = None;
                 }
                 let mut body = body;
@@ -214,24 +241,28 @@ impl HttpRelay {
         }
     }
 
-    fn post(&self, session_id: &str, headers: &HeaderMap, body: &Value) -> reqwest::RequestBuilder {
-        self.client
+    fn post(&self, session_id: Option<&str>, headers: &HeaderMap, body: &Value) -> reqwest::RequestBuilder {
+        let post = self
+            .client
             .post(self.url.clone())
             .headers(headers.clone())
-            .header(http::header::ACCEPT, "text/event-stream, application/json")
-            .header("mcp-session-id", session_id)
-            .json(body)
+            .header(http::header::ACCEPT, "text/event-stream, application/json");
+        match session_id {
+            Some(id) => post.header("mcp-session-id", id),
+            None => post,
+        }
+        .json(body)
     }
 
     /// The request and its answer, with whatever the app sends for it meanwhile.
-    async fn exchange(&self, session_id: &str, headers: &HeaderMap, id: &str, body: &Value, call: &CallContext<'_>) -> Exchange {
+    async fn exchange(&self, session_id: Option<&str>, headers: &HeaderMap, id: &str, body: &Value, call: &CallContext<'_>) -> Exchange {
         let failed = |e: String| Exchange::Answer(Err(UpstreamError::Transport(e)));
         let response = match self.post(session_id, headers, body).send().await {
             Ok(r) => r,
             Err(e) => return failed(format!("cannot send the request: {e}")),
         };
         let status = response.status();
-        if status == reqwest::StatusCode::NOT_FOUND {
+        if status == reqwest::StatusCode::NOT_FOUND && session_id.is_some() {
             return Exchange::SessionGone;
         }
         if !status.is_success() {
@@ -292,13 +323,13 @@ impl HttpRelay {
     }
 
     /// Re-opens an ended response stream after its event `last_id`.
-    async fn resume(&self, session_id: &str, headers: &HeaderMap, last_id: &str) -> Result<BodyStream, String> {
-        let response = self
-            .client
-            .get(self.url.clone())
-            .headers(headers.clone())
+    async fn resume(&self, session_id: Option<&str>, headers: &HeaderMap, last_id: &str) -> Result<BodyStream, String> {
+        let mut get = self.client.get(self.url.clone()).headers(without_per_message(headers));
+        if let Some(id) = session_id {
+            get = get.header("mcp-session-id", id);
+        }
+        let response = get
             .header(http::header::ACCEPT, "text/event-stream")
-            .header("mcp-session-id", session_id)
             .header("last-event-id", last_id)
             .send()
             .await
@@ -341,7 +372,7 @@ impl HttpRelay {
         &self,
         message: Value,
         id: &str,
-        session_id: &str,
+        session_id: Option<&str>,
         headers: &HeaderMap,
         call: &CallContext<'_>,
     ) -> Option<Result<Value, UpstreamError>> {
@@ -358,7 +389,7 @@ impl HttpRelay {
                     Ok(result) => json!({ "jsonrpc": "2.0", "id": request_id, "result": result }),
                     Err(error) => json!({ "jsonrpc": "2.0", "id": request_id, "error": error }),
                 };
-                if let Err(e) = self.post(session_id, headers, &reply).send().await {
+                if let Err(e) = self.post(session_id, &without_per_message(headers), &reply).send().await {
                     tracing::debug!("could not answer the app's {method}: {e}");
                 }
             }
@@ -367,13 +398,30 @@ impl HttpRelay {
     }
 
     /// Tells the app a request of the short way is cancelled (as rmcp tells it of its own).
-    async fn tell_cancelled(&self, session_id: &str, headers: &HeaderMap, id: &str, reason: &str) {
+    ///
+    /// On a 2026-07-28 session there is nothing to tell: the request's own stream is the
+    /// request, and it has been dropped (closing its connection), which is how rmcp cancels there.
+    async fn tell_cancelled(&self, session_id: Option<&str>, headers: &HeaderMap, id: &str, reason: &str) {
+        let Some(session_id) = session_id else { return };
         let notification = cancelled_notification(id, reason);
-        let sent = tokio::time::timeout(Duration::from_secs(5), self.post(session_id, headers, &notification).send()).await;
+        let sent = tokio::time::timeout(Duration::from_secs(5), self.post(Some(session_id), &without_per_message(headers), &notification).send()).await;
         if !matches!(sent, Ok(Ok(_))) {
             tracing::debug!("could not tell the app about a cancelled tools/call");
         }
     }
+}
+
+/// The first revision whose requests carry their own envelope and headers.
+const MODERN: &str = "2026-07-28";
+
+/// A tool name rmcp's way sends in `Mcp-Name` as it is (others it encodes).
+fn is_plain_name(name: &HeaderValue) -> bool {
+    !name.is_empty() && name.as_bytes().iter().all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(b))
+}
+
+/// `headers` without those of one message (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`).
+fn without_per_message(headers: &HeaderMap) -> HeaderMap {
+    headers.iter().filter(|(name, _)| !is_per_message(name)).map(|(n, v)| (n.clone(), v.clone())).collect()
 }
 
 /// How often one response stream is resumed at most.

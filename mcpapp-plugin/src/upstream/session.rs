@@ -33,7 +33,7 @@ use crate::abi::events::EventSink;
 use crate::apps::manifest::Manifest;
 use crate::abi::runtime::Tasks;
 use crate::upstream::http_relay::HttpRelay;
-use crate::upstream::short_way::{CallContext, Relayed, ShortWay};
+use crate::upstream::short_way::{CallContext, Envelope, Relayed, ShortWay};
 use crate::upstream::stdio_relay::{self, StdioRelay};
 use crate::upstream::ordering::{OrderGate, Seq, Sequenced};
 use crate::upstream::process::AppProcess;
@@ -338,14 +338,16 @@ pub struct Session {
     /// Ends the service; taken by the first [`Session::close`].
     cancel: parking_lot::Mutex<Option<RunningServiceCancellationToken>>,
     pub request_timeout: Duration,
-    /// The short way of tool calls, for a session of an initialize-era revision (`short_way.rs`).
+    /// The short way of tool calls (`short_way.rs`).
     short_way: Option<ShortWay>,
+    /// What each request of a 2026-07-28 session carries in its `_meta` (rmcp adds it to its
+    /// own requests; the short way to its).
+    envelope: Option<Envelope>,
 }
 
 impl Session {
-    /// A session rmcp opened; `short_way`, the short way of its tool calls (taken only for a
-    /// session of an initialize-era revision). The session's end ([`SessionEnd`]) goes to
-    /// whoever watches it: the app's supervisor.
+    /// A session rmcp opened; `short_way`, the short way of its tool calls. The session's end
+    /// ([`SessionEnd`]) goes to whoever watches it: the app's supervisor.
     pub fn new(
         service: RunningService<RoleClient, UpstreamHandler>,
         request_timeout: Duration,
@@ -356,9 +358,18 @@ impl Session {
             notifier: service.service().notifier(),
             cancel: parking_lot::Mutex::new(Some(service.cancellation_token())),
             request_timeout,
-            short_way: None,
+            short_way,
+            envelope: None,
         };
-        session.short_way = short_way.filter(|_| !session.is_subscription_era());
+        if session.is_subscription_era() {
+            // The envelope rmcp puts on its requests once the revision is negotiated: the
+            // revision, and the client info and capabilities of the handler it was given.
+            let info = service.service().get_info();
+            let version = session.peer.peer_info().map(|p| p.protocol_version.to_string()).unwrap_or_default();
+            let json = |v: Result<Value, serde_json::Error>| v.unwrap_or_else(|_| json!({}));
+            session.envelope =
+                Some(Envelope::new(&version, json(serde_json::to_value(&info.client_info)), json(serde_json::to_value(&info.capabilities))));
+        }
         let end = SessionEnd(Some(Box::pin(async move {
             let _ = service.waiting().await;
         })));
@@ -382,7 +393,7 @@ impl Session {
 
     /// Sends one request and returns the raw JSON result, bounded by the request timeout.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, UpstreamError> {
-        self.send(method, params, None, None, None).await
+        self.send(method, params, None, None, None, false).await
     }
 
     pub async fn request_with_timeout(
@@ -391,13 +402,14 @@ impl Session {
         params: Option<Value>,
         timeout: Option<Duration>,
     ) -> Result<Value, UpstreamError> {
-        self.send(method, params, timeout, None, None).await
+        self.send(method, params, timeout, None, None, false).await
     }
 
     /// Sends one request for a caller: `cancel` ends it early and tells the app
     /// (`notifications/cancelled`, so the app stops working on it), and `relay` learns the
     /// upstream request id and progress token, so what the app sends for this request reaches
-    /// the caller.
+    /// the caller. `binds_headers`: the tool called mirrors arguments into HTTP headers
+    /// (`x-mcp-header`), which rmcp's way writes.
     pub async fn send(
         &self,
         method: &str,
@@ -405,12 +417,20 @@ impl Session {
         timeout: Option<Duration>,
         cancel: Option<&CancellationToken>,
         relay: Option<&CallRelay>,
+        binds_headers: bool,
     ) -> Result<Value, UpstreamError> {
         let timeout = timeout.unwrap_or(self.request_timeout);
         let never = CancellationToken::new();
         let mut params = params;
         if let (Some(short), "tools/call") = (&self.short_way, method) {
-            let call = CallContext { notifier: &self.notifier, relay, cancel: cancel.unwrap_or(&never), timeout };
+            let call = CallContext {
+                notifier: &self.notifier,
+                relay,
+                cancel: cancel.unwrap_or(&never),
+                timeout,
+                envelope: self.envelope.as_ref(),
+                binds_headers,
+            };
             match short.tools_call(params, call).await {
                 Relayed::Done(result) => return result,
                 Relayed::NotTaken(given_back) => params = given_back,

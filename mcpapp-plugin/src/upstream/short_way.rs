@@ -7,14 +7,19 @@
 //!
 //! One way per transport: [`HttpRelay`] posts on the session's pooled connection,
 //! [`StdioRelay`] writes the line to the app's stdin and takes the answer off its stdout before
-//! rmcp reads it. Both take only sessions of an initialize-era revision (a 2026-07-28 request
-//! carries rmcp's per-request envelope and headers). Their requests have string ids (`gw-1`, …),
-//! so they never meet rmcp's numbers on the same session.
+//! rmcp reads it. Their requests have string ids (`gw-1`, …), so they never meet rmcp's numbers
+//! on the same session.
+//!
+//! A session of the 2026-07-28 revision has no handshake state: each request carries it, in an
+//! [`Envelope`] in its `_meta` (the revision, the gateway's client info and capabilities) and, over
+//! HTTP, in headers. The short way puts in the same envelope rmcp would, over the caller's
+//! `_meta`; [`HttpRelay`] sends the headers rmcp sends and leaves to rmcp the calls of a tool
+//! whose schema mirrors arguments into headers (`x-mcp-header`, SEP-2243).
 
 use std::time::Duration;
 
 use rmcp::model::{NumberOrString, ProgressToken, RequestId};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::upstream::http_relay::HttpRelay;
@@ -54,18 +59,50 @@ pub struct CallContext<'a> {
     pub relay: Option<&'a CallRelay>,
     pub cancel: &'a CancellationToken,
     pub timeout: Duration,
+    /// The session's per-request envelope, for a session of the 2026-07-28 revision.
+    pub envelope: Option<&'a Envelope>,
+    /// The called tool mirrors arguments into HTTP headers (`x-mcp-header`): rmcp writes those.
+    pub binds_headers: bool,
+}
+
+/// What rmcp puts in the `_meta` of every request of a 2026-07-28 session (SEP-2575): the
+/// negotiated revision, the gateway's client info and its capabilities.
+#[derive(Debug, Clone)]
+pub struct Envelope(Map<String, Value>);
+
+impl Envelope {
+    pub fn new(protocol_version: &str, client_info: Value, client_capabilities: Value) -> Envelope {
+        let mut meta = Map::new();
+        meta.insert("io.modelcontextprotocol/protocolVersion".into(), Value::String(protocol_version.into()));
+        meta.insert("io.modelcontextprotocol/clientInfo".into(), client_info);
+        meta.insert("io.modelcontextprotocol/clientCapabilities".into(), client_capabilities);
+        Envelope(meta)
+    }
 }
 
 /// The JSON-RPC request of a `tools/call` under the short way's `id`. As rmcp does, a call whose
 /// client takes part in the relay carries a progress token of the gateway's (the id itself), which
-/// the relay maps back to the caller's.
-pub fn tools_call_request(id: &str, params: Option<Value>, relay: Option<&CallRelay>) -> Value {
+/// the relay maps back to the caller's, and a call on a 2026-07-28 session carries the session's
+/// envelope in place of whatever the caller put under those keys.
+pub fn tools_call_request(id: &str, params: Option<Value>, relay: Option<&CallRelay>, envelope: Option<&Envelope>) -> Value {
     let mut params = params.unwrap_or_else(|| json!({}));
-    if let (Some(relay), Value::Object(map)) = (relay, &mut params) {
-        let meta = map.entry("_meta").or_insert_with(|| json!({}));
-        if let Value::Object(meta) = meta {
-            meta.insert("progressToken".into(), Value::String(id.to_string()));
+    if let Value::Object(map) = &mut params {
+        if relay.is_some() || envelope.is_some() {
+            let meta = map.entry("_meta").or_insert_with(|| json!({}));
+            if !meta.is_object() {
+                *meta = json!({});
+            }
+            if let Value::Object(meta) = meta {
+                if let Some(Envelope(envelope)) = envelope {
+                    meta.extend(envelope.iter().map(|(k, v)| (k.clone(), v.clone())));
+                }
+                if relay.is_some() {
+                    meta.insert("progressToken".into(), Value::String(id.to_string()));
+                }
+            }
         }
+    }
+    if let Some(relay) = relay {
         relay.sent(RequestId::String(id.into()), ProgressToken(NumberOrString::String(id.into())));
     }
     json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })
@@ -96,4 +133,33 @@ pub fn response_outcome(mut message: Value) -> Result<Value, UpstreamError> {
         message: error.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
         data: error.get("data").cloned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call on a 2026-07-28 session carries the session's envelope, whatever the caller put
+    /// under the envelope's keys; the rest of the caller's `_meta` goes on.
+    #[test]
+    fn the_envelope_of_a_2026_07_28_session_replaces_the_callers() {
+        let envelope = Envelope::new("2026-07-28", json!({"name": "openclaw-gateway", "version": "1"}), json!({"sampling": {}}));
+        let params = json!({
+            "name": "echo", "arguments": {"text": "x"},
+            "_meta": {"io.modelcontextprotocol/clientInfo": {"name": "browser"}, "sessionId": "s-1"},
+        });
+        let request = tools_call_request("gw-7", Some(params), None, Some(&envelope));
+        let meta = &request["params"]["_meta"];
+        assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "openclaw-gateway");
+        assert_eq!(meta["io.modelcontextprotocol/clientCapabilities"], json!({"sampling": {}}));
+        assert_eq!(meta["sessionId"], "s-1");
+        assert_eq!(request["params"]["arguments"], json!({"text": "x"}));
+        assert_eq!(request["id"], "gw-7");
+
+        let bare = tools_call_request("gw-8", Some(json!({"name": "echo", "_meta": 3})), None, Some(&envelope));
+        assert_eq!(bare["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        let old_era = tools_call_request("gw-9", Some(json!({"name": "echo"})), None, None);
+        assert!(old_era["params"].get("_meta").is_none(), "{old_era}");
+    }
 }

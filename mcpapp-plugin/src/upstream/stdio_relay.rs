@@ -172,7 +172,7 @@ impl StdioRelay {
             return Relayed::NotTaken(params);
         }
         let id = format!("{ID_PREFIX}{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let request = tools_call_request(&id, params, call.relay);
+        let request = tools_call_request(&id, params, call.relay, call.envelope);
         let (tx, rx) = oneshot::channel();
         self.waiting.answers.lock().insert(id.clone(), tx);
         // The entry goes when the call does, however it ends.

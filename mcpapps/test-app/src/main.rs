@@ -74,6 +74,10 @@ struct Cli {
     /// `$defs`, `$ref`, `prefixItems`, `unevaluatedProperties`, …), to see them passed on intact.
     #[arg(long)]
     schema_2020: bool,
+    /// Add the tool regional, which answers as client_info does and whose `region` argument is
+    /// mirrored into an `Mcp-Param-Region` header (`x-mcp-header`, SEP-2243) by 2026-07-28 clients.
+    #[arg(long)]
+    header_tool: bool,
     /// Size of the UI HTML resource in KiB (padded with a deterministic HTML comment).
     #[arg(long, value_name = "N", default_value_t = 2)]
     ui_size_kb: usize,
@@ -386,6 +390,16 @@ impl TestApp {
                 Tool::new("schema_2020", "A tool whose schemas use JSON Schema 2020-12.", schema(input)).with_raw_output_schema(schema(output)),
             );
         }
+        if self.shared.cli.header_tool {
+            tools.push(Tool::new(
+                "regional",
+                "Report what client_info reports; the region travels in an Mcp-Param-Region header too.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                })),
+            ));
+        }
         for dynamic in self.shared.dynamic.lock().iter() {
             tools.push(Tool::new(dynamic.clone(), format!("Dynamic tool {dynamic} of {name}."), no_args()));
         }
@@ -622,7 +636,7 @@ impl ServerHandler for TestApp {
                 let value = Value::Object(object);
                 structured_result(value.to_string(), value)
             }
-            "client_info" => {
+            "client_info" | "regional" => {
                 let headers: JsonObject = context
                     .extensions
                     .get::<http::request::Parts>()
