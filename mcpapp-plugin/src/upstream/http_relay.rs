@@ -6,12 +6,13 @@
 //! the manifest's headers), and a `tools/call` goes out with the same. A session of the
 //! 2026-07-28 revision has no id: its requests carry the revision's envelope (see
 //! [`super::short_way::Envelope`]) and the per-message headers `Mcp-Method` and `Mcp-Name`, as
-//! rmcp's do; a tool whose schema mirrors arguments into `Mcp-Param-*` headers is left to rmcp. Everything rmcp would do
-//! for the call is done here too, in the same way: the app's notifications during the call reach
-//! the call's client or the host (as [`super::upstream::Notifier`] does for rmcp's), its
-//! questions are put to the call's client and answered on the session (as
-//! [`super::upstream::UpstreamHandler`] does), a cancel or a timeout tells the app
-//! (`notifications/cancelled`).
+//! rmcp's do; a tool whose schema mirrors arguments into `Mcp-Param-*` headers is left to rmcp.
+//! Everything rmcp would do for the call is done here too, in the same way: the app's
+//! notifications during the call reach the call's client or the host (as
+//! [`super::upstream::Notifier`] does for rmcp's), its questions are put to the call's client and
+//! answered on the session (as [`super::upstream::UpstreamHandler`] does), a cancel or a timeout
+//! tells the app (`notifications/cancelled`; on a 2026-07-28 session the dropped request is the
+//! cancel, as with rmcp).
 //!
 //! It takes nothing when the app has forgotten the session (HTTP 404): rmcp then re-initialises it.
 
