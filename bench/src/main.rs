@@ -247,6 +247,7 @@ fn write_benchmarks_md(results: &[Value], quick: bool, wall: f64) -> Res<String>
                     "apps_mcp_2026",
                     "direct_stdio",
                     "gateway",
+                    "gateway_session",
                     "supergateway",
                     "mcp_proxy",
                 ];

@@ -217,6 +217,19 @@ pub async fn peers(art: &Artefacts, o: &Opts) -> Res<Value> {
             json!({ "text": "bench" }),
         )),
     ));
+    // The same gateway and app, in one initialize-era session as the peers are driven (the
+    // protocol library's session path on the host's side).
+    let gw_mcp = format!("{}/apps/mcp/p", gw.url);
+    let session = Session::open(&client, &gw_mcp, "2025-06-18").await?;
+    targets.push((
+        "gateway_session",
+        Target::Http(McpRequest::in_session(
+            &gw_mcp,
+            &session,
+            "tools/call",
+            json!({ "name": "echo", "arguments": { "text": "bench" } }),
+        )),
+    ));
 
     // supergateway (stateful: one child, one session; the stateless mode starts a child per request).
     match ensure_supergateway() {
@@ -314,8 +327,10 @@ pub async fn peers(art: &Artefacts, o: &Opts) -> Res<Value> {
     let conc = [1usize, 16];
     let mut samples = vec![vec![Samples::default(); conc.len()]; targets.len()];
     let gi = targets.iter().position(|(n, _)| *n == "gateway").unwrap();
-    // The gateway's CPU during its own rounds, per concurrency.
+    let gsi = targets.iter().position(|(n, _)| *n == "gateway_session").unwrap();
+    // The gateway's CPU during its own rounds, per concurrency (stateless, session).
     let mut gateway_cpu_us = vec![0u64; conc.len()];
+    let mut session_cpu_us = vec![0u64; conc.len()];
     for round in 0..rounds {
         for (ci, &c) in conc.iter().enumerate() {
             for k in 0..targets.len() {
@@ -324,6 +339,8 @@ pub async fn peers(art: &Artefacts, o: &Opts) -> Res<Value> {
                 let s = run(&targets[ti].1, c, Duration::from_secs_f64(secs), None).await;
                 if ti == gi {
                     gateway_cpu_us[ci] += cpu_us(gw.pid()).saturating_sub(before);
+                } else if ti == gsi {
+                    session_cpu_us[ci] += cpu_us(gw.pid()).saturating_sub(before);
                 }
                 log(format!(
                     "peers: round {} c{c} {}: {} calls, {} errors",
@@ -352,7 +369,11 @@ pub async fn peers(art: &Artefacts, o: &Opts) -> Res<Value> {
     for (ci, c) in conc.iter().enumerate() {
         let calls = samples[gi][ci].calls().max(1) as f64;
         out["gateway"][format!("c{c}")]["cpu_us_per_call"] = round(gateway_cpu_us[ci] as f64 / calls, 1).into();
+        let calls = samples[gsi][ci].calls().max(1) as f64;
+        out["gateway_session"][format!("c{c}")]["cpu_us_per_call"] = round(session_cpu_us[ci] as f64 / calls, 1).into();
     }
+    out["gateway_session_cpu_us_per_call"] = out["gateway_session"]["c16"]["cpu_us_per_call"].clone();
+    out["session_throughput_vs_best_peer"] = best_peer.map(|(_, r)| ratio(samples[gsi][1].rps(), r)).into();
     out["gateway_cpu_us_per_call"] = out["gateway"]["c16"]["cpu_us_per_call"].clone();
     let gw_rps = samples[gi][1].rps();
     out["throughput_vs_best_peer"] = best_peer.map(|(_, r)| ratio(gw_rps, r)).into();
@@ -364,7 +385,8 @@ pub async fn peers(art: &Artefacts, o: &Opts) -> Res<Value> {
     out["round_secs"] = secs.into();
     out["errors"] = errors.into();
     out["note"] = "each side wraps its own stdio test-app; rps at 16 concurrent, p50 at 1; the gateway is called with \
-                   2026-07-28 stateless requests on /apps/mcp/{id}, the peers in one initialize-era session on /mcp \
+                   2026-07-28 stateless requests on /apps/mcp/{id} (gateway_session: the same in one initialize-era session, \
+                   as the peers are driven), the peers in one initialize-era session on /mcp \
                    (supergateway --stateful: its stateless mode starts a server per request); direct_stdio is the bench \
                    writing JSON-RPC lines to the app's stdin itself; gateway_cpu_us_per_call is gateway-host's utime+stime \
                    during its 16-concurrent rounds ÷ calls (cpu_us_per_call per concurrency). supergateway has no bind-address option: it listens \
