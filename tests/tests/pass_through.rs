@@ -135,3 +135,130 @@ fn an_input_required_round_starts_on_the_short_way_and_ends_on_the_long_one() {
         assert!(text.contains("Ada"), "{path}: the answer reached the app: {done:?}");
     }
 }
+
+/// Opens an initialize-era session at `path` for a client that declared `capabilities`: the
+/// headers its requests carry.
+fn open_session(gw: &GatewayProcess, path: &str, capabilities: Value) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("content-type", "application/json".to_string()), ("accept", "application/json, text/event-stream".to_string())];
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).no_proxy().build().unwrap();
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": { "protocolVersion": "2025-06-18", "capabilities": capabilities, "clientInfo": { "name": "pass-through-e2e", "version": "1" } } });
+    let mut request = client.post(gw.url(path)).body(init.to_string());
+    for (name, value) in &headers {
+        request = request.header(*name, value);
+    }
+    let reply = request.send().unwrap();
+    let session = reply.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let session = session.unwrap_or_else(|| panic!("{path}: no session: {}", reply.text().unwrap_or_default()));
+    headers.push(("mcp-session-id", session));
+    headers.push(("mcp-protocol-version", "2025-06-18".to_string()));
+    let initialized = send_raw(gw, path, &headers, &json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }));
+    assert_eq!(initialized.status().as_u16(), 202, "{path}: initialized");
+    headers
+}
+
+fn send_raw(gw: &GatewayProcess, path: &str, headers: &[(&'static str, String)], body: &Value) -> reqwest::blocking::Response {
+    let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).no_proxy().build().unwrap();
+    let mut request = client.post(gw.url(path)).body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    request.send().unwrap_or_else(|e| panic!("POST {path}: {e}"))
+}
+
+fn session_call(id: u64, tool: &str, arguments: &Value, long_way: bool) -> Value {
+    let mut body = json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": { "name": tool, "arguments": arguments } });
+    if long_way {
+        body["params"]["_meta"] = json!({ "progressToken": "long-way" });
+    }
+    body
+}
+
+/// A `tools/call` in an initialize-era session (what the official SDKs' clients open by
+/// default) goes the short way too when the client declared nothing it could be asked during
+/// the call: the same messages as rmcp's path (which answers a session's request as an SSE
+/// stream, so the short way's plain JSON shows which way a call went; the app's log messages
+/// go to the session's standalone stream on both). A client's
+/// `notifications/cancelled` reaches a short-way call; a session that ended is not served; a
+/// client that can be asked (elicitation) stays on rmcp's path.
+#[test]
+fn calls_in_an_initialize_era_session_take_the_short_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    write_manifest(&apps, "pss", &stdio_app("pss", &[]));
+    write_manifest(&apps, "psh", &http_app("psh", &[]));
+    let gw = GatewayProcess::start(json!({
+        "Gateway": { "AlwaysRequireAuth": false },
+        "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
+    }));
+    let tools = || reqwest::blocking::get(gw.url("/tools")).ok().and_then(|r| r.text().ok()).unwrap_or_default();
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || tools().contains("pss.echo") && tools().contains("psh.echo")),
+        "the apps never came up\n{}",
+        gw.logs()
+    );
+    let cases: &[(&str, Value)] = &[
+        ("echo", json!({ "text": "hi from both ways" })),
+        ("fail", json!({ "message": "a tool error" })),
+        ("no-such-tool", json!({})),
+        ("echo", json!({ "text": 5 })),
+        ("log", json!({ "level": "error", "message": "while working", "count": 2 })),
+    ];
+    for app in ["pss", "psh"] {
+        let path = format!("/apps/mcp/{app}");
+        let headers = open_session(&gw, &path, json!({}));
+        for (i, (tool, arguments)) in cases.iter().enumerate() {
+            let short = send(&gw, &path, &headers, &session_call(i as u64 + 1, tool, arguments, false));
+            let long = send(&gw, &path, &headers, &session_call(i as u64 + 1, tool, arguments, true));
+            assert_eq!(short.messages, long.messages, "{path} {tool} {arguments}: the short way (left) differs from rmcp's (right)");
+            assert_eq!((short.status, long.status), (200, 200), "{path} {tool}");
+            assert!(long.sse, "{path} {tool}: rmcp answers a session's request as a stream: {long:?}");
+            // The app's log messages take the session's standalone stream either way (rmcp routes
+            // them there), so the short way's reply is plain JSON even for `log`.
+            assert!(!short.sse, "{path} {tool}: the short way answers JSON: {short:?}");
+        }
+
+        // The client cancels a call: the short way's call ends at once, counted as cancelled.
+        let cancelled_before = proxied(&gw, app, "cancelled");
+        let slow = std::thread::spawn({
+            let (url, headers) = (gw.url(&path), headers.clone());
+            move || {
+                let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().unwrap();
+                let mut request = client.post(url).body(session_call(99, "slow", &json!({ "ms": 30000 }), false).to_string());
+                for (name, value) in &headers {
+                    request = request.header(*name, value);
+                }
+                let started = std::time::Instant::now();
+                let text = request.send().and_then(|r| r.text()).unwrap_or_else(|e| e.to_string());
+                (text, started.elapsed())
+            }
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 99, "reason": "changed my mind" } });
+        assert_eq!(send_raw(&gw, &path, &headers, &cancel).status().as_u16(), 202, "{path}: the cancel is accepted");
+        let (text, took) = slow.join().unwrap();
+        assert!(took < Duration::from_secs(20), "{path}: the cancelled call still ran for {took:?}: {text}");
+        assert!(
+            wait_until(Duration::from_secs(10), Duration::from_millis(50), || proxied(&gw, app, "cancelled") > cancelled_before),
+            "{path}: not counted as cancelled"
+        );
+
+        // The session ends: its id no longer reaches the app by either way.
+        let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
+        let mut delete = client.delete(gw.url(&path));
+        for (name, value) in &headers {
+            delete = delete.header(*name, value);
+        }
+        assert_eq!(delete.send().unwrap().status().as_u16(), 200, "{path}: DELETE");
+        let after = wait_until(Duration::from_secs(10), Duration::from_millis(50), || {
+            send_raw(&gw, &path, &headers, &session_call(100, "echo", &json!({ "text": "late" }), false)).status().as_u16() == 404
+        });
+        assert!(after, "{path}: a call in the ended session was served");
+
+        // A client that can be asked keeps rmcp's path for its calls.
+        let asking = open_session(&gw, &path, json!({ "elicitation": {} }));
+        let reply = send(&gw, &path, &asking, &session_call(1, "echo", &json!({ "text": "asked" }), false));
+        assert!(reply.sse, "{path}: a session client that declared elicitation goes rmcp's way: {reply:?}");
+        assert_eq!(reply.messages.last().unwrap()["result"]["content"][0]["text"], "echo: asked", "{reply:?}");
+    }
+}

@@ -23,7 +23,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::response::{IntoResponse, Response};
@@ -49,6 +49,7 @@ use super::auth::query_param;
 use super::gateway_mcp::{server_config, Compatibility};
 use super::mcp_relay::{self, Outcome};
 use super::jsonrpc_gate::Gated;
+use super::known_sessions::{KnownSessions, Registration};
 use super::mcp_tasks::Tasks;
 use super::pass_through::PassThrough;
 use super::GatewayState;
@@ -84,6 +85,12 @@ pub struct AppsMcp {
     /// streams want each, so the last one to go unsubscribes.
     resource_subscriptions: Arc<Mutex<HashMap<(String, String), usize>>>,
     metrics: Arc<Metrics>,
+    /// The initialize-era sessions the short way may serve (`known_sessions.rs`).
+    sessions: Arc<KnownSessions>,
+    /// This handler's session, once its client said `initialized`: rmcp drops the handler with
+    /// the session, which forgets it.
+    registration: Arc<OnceLock<Registration>>,
+    shutdown: CancellationToken,
 }
 
 /// The `/apps/mcp/{appId}` service.
@@ -96,7 +103,15 @@ pub fn service(
     metrics: Arc<Metrics>,
 ) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough) {
     let parked = Arc::new(Parked::default());
-    let pass_through = PassThrough { module: module.clone(), compatibility, parked: parked.clone(), metrics: metrics.clone(), shutdown: shutdown.clone() };
+    let sessions = Arc::new(KnownSessions::default());
+    let pass_through = PassThrough {
+        module: module.clone(),
+        compatibility,
+        parked: parked.clone(),
+        metrics: metrics.clone(),
+        shutdown: shutdown.clone(),
+        sessions: sessions.clone(),
+    };
     let handler = AppsMcp {
         module,
         compatibility,
@@ -104,9 +119,13 @@ pub fn service(
         tasks: Arc::new(Tasks::default()),
         resource_subscriptions: Default::default(),
         metrics,
+        sessions,
+        registration: Default::default(),
+        shutdown: shutdown.clone(),
     };
     let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
+        // One handler per session (and per stateless request), each with its own registration.
+        move || Ok(AppsMcp { registration: Default::default(), ..handler.clone() }),
         Arc::new(LocalSessionManager::default()),
         server_config(shutdown, max_request_bytes, shared_sessions),
     );
@@ -123,12 +142,25 @@ pub async fn handle(
 ) -> Response {
     let session_id = query_param(query.as_deref(), "sessionId").unwrap_or_default();
     if let Some(Gated(message)) = request.extensions().get::<Gated>() {
+        cancel_short_way_call(&state.pass_through.sessions, request.headers(), message);
         if let Some(response) = state.pass_through.tools_call(request.method(), request.headers(), message, &app_id, &session_id).await {
             return response;
         }
     }
     request.extensions_mut().insert(AppTarget { app_id, session_id });
     state.apps_mcp.handle(request).await.into_response()
+}
+
+/// A session client's `notifications/cancelled` also cancels the short-way call it names (rmcp,
+/// which gets the notification next, knows only its own).
+fn cancel_short_way_call(sessions: &KnownSessions, headers: &axum::http::HeaderMap, message: &Value) {
+    if message.get("method").and_then(Value::as_str) != Some("notifications/cancelled") || message.get("id").is_some() {
+        return;
+    }
+    let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+    if let (Some(session), Some(request_id)) = (session, message.pointer("/params/requestId")) {
+        sessions.cancel(session, request_id);
+    }
 }
 
 pub fn max_request_bytes(settings: &crate::settings::Settings) -> usize {
@@ -703,8 +735,17 @@ impl ServerHandler for AppsMcp {
 
     /// An initialize-era session gets the app's notifications (list changes, resource updates,
     /// log messages) on its standalone stream for as long as it lasts.
+    ///
+    /// The session becomes known to the short way here, if its client can be asked nothing.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let Ok(target) = target_of(&context.extensions) else { return };
+        let session_id = context.extensions.get::<axum::http::request::Parts>().and_then(|p| p.headers.get("mcp-session-id")?.to_str().ok());
+        let capabilities = context.peer.peer_info().and_then(|info| serde_json::to_value(&info.capabilities).ok());
+        if let (Some(session_id), Some(Value::Object(capabilities))) = (session_id, capabilities) {
+            if let Some(registration) = self.sessions.register(session_id, capabilities, Some(context.peer.clone()), &self.shutdown) {
+                let _ = self.registration.set(registration);
+            }
+        }
         let peer = context.peer.clone();
         let mut events = self.module.subscribe();
         tokio::spawn(async move {

@@ -353,10 +353,10 @@ impl ShortWay {
         let request = pass_through::eligible(self.compatibility, method, headers, message)?;
         let (registry, parked) = (self.registry.clone(), self.parked.clone());
         let capabilities = request.capabilities.clone();
-        let answer = pass_through::respond(&request.capabilities, &self.shutdown, move |caller| async move {
+        let answer = pass_through::respond(&request.capabilities, pass_through::Client { modern: true, cancelled: self.shutdown.clone(), peer: None }, move |caller| async move {
             let (id, name) = (request.id, request.name);
             if registry.resolve_now(&name).await.is_none() {
-                return Message::error(&id, ErrorData::invalid_params(format!("unknown tool '{name}'"), None));
+                return Message::error(&id, ErrorData::invalid_params(format!("unknown tool '{name}'"), None), true);
             }
             let arguments = request.params.get("arguments").cloned().unwrap_or_else(|| json!({})).to_string();
             let extra = mcp_relay::relay_extra_for(capabilities, true);
@@ -369,7 +369,7 @@ impl ShortWay {
                     Message::ok(response.to_string())
                 }
                 Ok(Outcome::InputRequired(input)) => Message::input_required(&id, input),
-                Err(e) => Message::error(&id, e),
+                Err(e) => Message::error(&id, e, true),
             }
         });
         Some(answer.await)

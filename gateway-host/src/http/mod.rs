@@ -38,6 +38,7 @@ pub mod connections;
 mod cors;
 pub mod gateway_mcp;
 mod health;
+mod known_sessions;
 mod host_page;
 mod mcp_sessions;
 pub(crate) mod jsonrpc_gate;

@@ -32,7 +32,8 @@ use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use host_abi::jsonrpc;
-use rmcp::model::{ClientCapabilities, ErrorCode, Implementation, ServerJsonRpcMessage, ServerNotification, ServerRequest};
+use rmcp::model::{ClientCapabilities, ErrorCode, Implementation, ProtocolVersion, ServerJsonRpcMessage, ServerNotification, ServerRequest};
+use rmcp::service::{Peer, RoleServer};
 use rmcp::ErrorData;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -42,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::apps_mcp::{self, Forwarded};
 use super::gateway_mcp::Compatibility;
+use super::known_sessions::{KnownSession, KnownSessions};
 use super::mcp_relay::{self, Caller, Outcome};
 use crate::metrics::{Metrics, ProxiedOutcome};
 use crate::module_host::ModuleHost;
@@ -61,6 +63,8 @@ pub struct PassThrough {
     pub parked: Arc<Parked<Forwarded>>,
     pub metrics: Arc<Metrics>,
     pub shutdown: CancellationToken,
+    /// The initialize-era sessions whose calls it may answer.
+    pub sessions: Arc<KnownSessions>,
 }
 
 /// A `tools/call` the short way can answer.
@@ -76,26 +80,39 @@ impl PassThrough {
     /// The answer to `message` (the gated body of the request) if it goes the short way; `None`
     /// leaves the request to rmcp.
     pub async fn tools_call(&self, method: &Method, headers: &HeaderMap, message: &Value, app_id: &str, session_id: &str) -> Option<Response> {
-        let request = eligible(self.compatibility, method, headers, message)?;
+        // A 2026-07-28 request, or one in a known initialize-era session (then tracked there).
+        let (request, in_session) = match eligible(self.compatibility, method, headers, message) {
+            Some(request) => (request, None),
+            None => {
+                let (request, session) = eligible_in_session(&self.sessions, method, headers, message)?;
+                let call = self.sessions.call(session, &request.id);
+                (request, Some(call))
+            }
+        };
+        let modern = in_session.is_none();
+        let cancelled = in_session.as_ref().map_or_else(|| self.shutdown.clone(), |call| call.cancelled.clone());
+        let peer = in_session.as_ref().and_then(|call| call.session.peer.clone());
         let (app_id, session_id) = (app_id.to_string(), session_id.to_string());
         let (module, parked, metrics) = (self.module.clone(), self.parked.clone(), self.metrics.clone());
         let capabilities = request.capabilities.clone();
-        let answer = respond(&request.capabilities, &self.shutdown, move |caller| async move {
+        let answer = respond(&request.capabilities, Client { modern, cancelled, peer }, move |caller| async move {
+            let _tracked = in_session;
             let counted = metrics.proxied_request(&app_id, "tools/call");
             let id = request.id;
             let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "method": "tools/call", "params": request.params });
-            let extra = mcp_relay::relay_extra_for(capabilities, true);
+            let extra = mcp_relay::relay_extra_for(capabilities, modern);
             let call_id = module.next_call_id();
             let (forwarding, target) = (module.clone(), app_id.clone());
             let call = module.relayed(call_id, async move { forwarding.forward_with(call_id, &target, &message, &session_id, &extra).await });
             let outcome = mcp_relay::drive(call, &caller, &module, &parked).await;
             let (reply, counted_as) = match outcome {
-                Ok(Outcome::Done(forwarded)) => match complete_result(&app_id, &id, forwarded) {
+                Ok(Outcome::Done(forwarded)) => match complete_result(&app_id, &id, forwarded, modern) {
                     Ok((body, is_error)) => (Message::ok(body), if is_error { ProxiedOutcome::ToolError } else { ProxiedOutcome::Ok }),
-                    Err(e) => (Message::error(&id, e), ProxiedOutcome::Error),
+                    Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
                 },
                 Ok(Outcome::InputRequired(input)) => (Message::input_required(&id, input), ProxiedOutcome::InputRequired),
-                Err(e) => (Message::error(&id, e), ProxiedOutcome::Error),
+                Err(_) if caller.cancelled.is_cancelled() => (Message::error(&id, ErrorData::internal_error("the call was cancelled", None), modern), ProxiedOutcome::Cancelled),
+                Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
             };
             counted.finish(counted_as);
             reply
@@ -104,15 +121,26 @@ impl PassThrough {
     }
 }
 
-/// Runs the call `work` makes for its client (the [`Stateless`] caller it is given), and
-/// answers with its reply as JSON when nothing comes before it, else as an SSE stream from the
-/// first notification on. Dropping the answer (the client left) drops the call, which cancels it.
-pub(super) async fn respond<F>(capabilities: &Map<String, Value>, shutdown: &CancellationToken, work: impl FnOnce(Stateless) -> F) -> Response
+/// Who a short-way call is for.
+pub(super) struct Client {
+    /// A 2026-07-28 client; else one in an initialize-era session ([`KnownSessions`]).
+    pub modern: bool,
+    /// Stops the call: the gateway's shutdown, or the session call's own token.
+    pub cancelled: CancellationToken,
+    /// The session's peer in rmcp's server, which notifications for the client go through.
+    pub peer: Option<Peer<RoleServer>>,
+}
+
+/// Runs the call `work` makes for its client (the [`Direct`] caller it is given), and answers
+/// with its reply as JSON when nothing comes before it, else as an SSE stream from the first
+/// notification on. Dropping the answer (the client left) drops the call, which cancels it.
+pub(super) async fn respond<F>(capabilities: &Map<String, Value>, client: Client, work: impl FnOnce(Direct) -> F) -> Response
 where
     F: std::future::Future<Output = Message> + Send + 'static,
 {
     let (sender, mut receiver) = mpsc::unbounded_channel();
-    let caller = Stateless { capabilities: capabilities.clone(), messages: sender.clone(), shutdown: shutdown.clone() };
+    let Client { modern, cancelled, peer } = client;
+    let caller = Direct { modern, capabilities: capabilities.clone(), messages: sender.clone(), cancelled, peer };
     let mut work = Box::pin(work(caller));
     let first = tokio::select! {
         biased;
@@ -145,9 +173,10 @@ impl Message {
         Message { status: StatusCode::OK, body }
     }
 
-    /// An error response, with the status rmcp gives it for a 2026-07-28 request.
-    pub fn error(id: &Value, error: ErrorData) -> Message {
-        let status = status_of(&error);
+    /// An error response, with the status rmcp gives it for a 2026-07-28 request (`modern`);
+    /// in an initialize-era session an error is a message like any other (200).
+    pub fn error(id: &Value, error: ErrorData, modern: bool) -> Message {
+        let status = if modern { status_of(&error) } else { StatusCode::OK };
         Message::of(&ServerJsonRpcMessage::error(error, serde_json::from_value(id.clone()).ok()), status)
     }
 
@@ -168,17 +197,22 @@ impl Message {
     }
 }
 
-/// The client of a short-way call: it declared `capabilities`; what the app sends for the call
-/// goes into `messages`.
-pub(super) struct Stateless {
+/// The client of a short-way call: of the 2026-07-28 revision (`modern`) or in an
+/// initialize-era session that can be asked nothing ([`KnownSessions`]); it declared
+/// `capabilities`; what the app sends for the call goes into `messages`.
+pub(super) struct Direct {
+    modern: bool,
     capabilities: Map<String, Value>,
     messages: mpsc::UnboundedSender<Message>,
-    shutdown: CancellationToken,
+    /// The gateway's shutdown, or the session call's own token (see [`KnownSessions`]).
+    pub cancelled: CancellationToken,
+    /// A session's peer: notifications go through it (rmcp picks their stream), not `messages`.
+    peer: Option<Peer<RoleServer>>,
 }
 
-impl Caller for Stateless {
+impl Caller for Direct {
     fn modern(&self) -> bool {
-        true
+        self.modern
     }
 
     fn declares(&self, capability: &str) -> bool {
@@ -186,16 +220,24 @@ impl Caller for Stateless {
     }
 
     fn cancelled(&self) -> impl std::future::Future<Output = ()> + Send {
-        self.shutdown.cancelled()
+        self.cancelled.cancelled()
     }
 
     async fn notify(&self, notification: ServerNotification) {
+        if let Some(peer) = &self.peer {
+            if let Err(e) = peer.send_notification(notification).await {
+                tracing::debug!("cannot pass a notification to the client: {e}");
+            }
+            return;
+        }
         let _ = self.messages.send(Message::of(&ServerJsonRpcMessage::notification(notification), StatusCode::OK));
     }
 
-    /// Never called: a 2026-07-28 client is not asked, it retries (see [`mcp_relay::drive`]).
+    /// Never called: a 2026-07-28 client is not asked, it retries (see [`mcp_relay::drive`]);
+    /// a session client on the short way declared nothing it could be asked (the module answers
+    /// such a question of the app itself).
     async fn ask(&self, method: &str, _request: ServerRequest) -> Result<Value, Value> {
-        Err(error_object(jsonrpc::INTERNAL_ERROR, format!("a 2026-07-28 client cannot be asked '{method}' during its request")))
+        Err(error_object(jsonrpc::INTERNAL_ERROR, format!("this client cannot be asked '{method}' during its request")))
     }
 }
 
@@ -218,24 +260,17 @@ fn accepts_json_and_sse(headers: &HeaderMap) -> bool {
     json && sse
 }
 
-/// The request, if the short way may answer it (see the module docs).
-pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderMap, message: &Value) -> Option<Eligible> {
-    if !compatibility.versions().iter().any(|v| v.as_str() == MODERN) {
-        return None;
-    }
-    if method != Method::POST || headers.contains_key("mcp-session-id") || !accepts_json_and_sse(headers) {
-        return None;
-    }
-    let content_type = single(headers, header::CONTENT_TYPE.as_str())?;
-    if !content_type.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json") {
-        return None;
-    }
-    if single(headers, "mcp-protocol-version")? != MODERN || single(headers, "mcp-method")? != "tools/call" {
-        return None;
-    }
-    if headers.keys().any(|name| name.as_str().starts_with("mcp-param-")) {
-        return None;
-    }
+/// A POST the Streamable HTTP transport takes as it is: JSON in, JSON or SSE accepted.
+fn plain_post(method: &Method, headers: &HeaderMap) -> bool {
+    let json_body = single(headers, header::CONTENT_TYPE.as_str())
+        .is_some_and(|content_type| content_type.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json"));
+    method == Method::POST && json_body && accepts_json_and_sse(headers)
+}
+
+/// The parts of a plain `tools/call` request: its id (an integer or a string), the tool's name
+/// (printable ASCII) and `params` with object `arguments` (or none), and no task request or
+/// retry (`task`, `inputResponses`, `requestState`).
+fn plain_call(message: &Value) -> Option<(&Value, &str, &Map<String, Value>)> {
     let request = message.as_object()?;
     if request.get("jsonrpc")?.as_str()? != jsonrpc::VERSION || request.get("method")?.as_str()? != "tools/call" {
         return None;
@@ -246,10 +281,31 @@ pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderM
     }
     let params = request.get("params")?.as_object()?;
     let name = params.get("name")?.as_str()?;
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) || single(headers, "mcp-name")? != name {
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
         return None;
     }
     if params.get("arguments").is_some_and(|a| !a.is_object()) || ["task", "inputResponses", "requestState"].iter().any(|k| params.contains_key(*k)) {
+        return None;
+    }
+    Some((id, name, params))
+}
+
+/// The request, if the short way may answer it as a 2026-07-28 one (see the module docs).
+pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderMap, message: &Value) -> Option<Eligible> {
+    if !compatibility.versions().iter().any(|v| v.as_str() == MODERN) {
+        return None;
+    }
+    if headers.contains_key("mcp-session-id") || !plain_post(method, headers) {
+        return None;
+    }
+    if single(headers, "mcp-protocol-version")? != MODERN || single(headers, "mcp-method")? != "tools/call" {
+        return None;
+    }
+    if headers.keys().any(|name| name.as_str().starts_with("mcp-param-")) {
+        return None;
+    }
+    let (id, name, params) = plain_call(message)?;
+    if single(headers, "mcp-name")? != name {
         return None;
     }
     let meta = params.get("_meta")?.as_object()?;
@@ -274,6 +330,32 @@ pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderM
     Some(Eligible { id: id.clone(), name: name.to_string(), params: forwarded, capabilities: declared.as_object()?.clone() })
 }
 
+/// The request, if the short way may answer it in a known initialize-era session: the session
+/// ([`KnownSessions`]), an `MCP-Protocol-Version` (if sent) of a revision before 2026-07-28 (so
+/// no `Mcp-*` request headers apply), and a `_meta` (if any) without a progress token or a key
+/// of the 2026-07-28 envelope. rmcp would take anything else differently.
+pub fn eligible_in_session(sessions: &KnownSessions, method: &Method, headers: &HeaderMap, message: &Value) -> Option<(Eligible, Arc<KnownSession>)> {
+    if !plain_post(method, headers) {
+        return None;
+    }
+    let session = sessions.get(single(headers, "mcp-session-id")?)?;
+    if headers.contains_key("mcp-protocol-version") {
+        let version = single(headers, "mcp-protocol-version")?;
+        if version >= MODERN || !ProtocolVersion::KNOWN_VERSIONS.iter().any(|v| v.as_str() == version) {
+            return None;
+        }
+    }
+    let (id, name, params) = plain_call(message)?;
+    if let Some(meta) = params.get("_meta") {
+        let meta = meta.as_object()?;
+        if meta.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
+            return None;
+        }
+    }
+    let request = Eligible { id: id.clone(), name: name.to_string(), params: params.clone(), capabilities: session.capabilities.clone() };
+    Some((request, session))
+}
+
 /// The HTTP status of a 2026-07-28 error reply, as rmcp gives it.
 fn status_of(error: &ErrorData) -> StatusCode {
     match error.code {
@@ -291,12 +373,16 @@ struct Answer<'a> {
     error: Option<Value>,
 }
 
-/// The key of a result the gateway looks at: whether `resultType` is there at all (even as
-/// `null`, which an `Option` would read as absent and so have it written twice).
+/// The keys of a result the gateway looks at: whether each is there at all (even as `null`,
+/// which an `Option` would read as absent).
 #[derive(serde::Deserialize)]
 struct ResultKeys {
     #[serde(rename = "resultType", default)]
     result_type: Present,
+    #[serde(rename = "ttlMs", default)]
+    ttl_ms: Present,
+    #[serde(rename = "cacheScope", default)]
+    cache_scope: Present,
 }
 
 /// A key that is there, whatever its value.
@@ -311,7 +397,11 @@ impl<'de> serde::Deserialize<'de> for Present {
 
 /// The response text for the app's answer, and whether it is a tool error; or the error the
 /// protocol library's path gives for the same answer (`apps_mcp::result_of`, `typed`).
-fn complete_result(app_id: &str, id: &Value, forwarded: Forwarded) -> Result<(String, bool), ErrorData> {
+///
+/// For a 2026-07-28 client (`modern`) the result says `resultType` (added when the app's lacks
+/// it); an initialize-era client gets neither that nor a 2026-07-28 app's cache hints
+/// (`ttlMs`, `cacheScope`), as on rmcp's path. Otherwise the app's text goes out as it came.
+fn complete_result(app_id: &str, id: &Value, forwarded: Forwarded, modern: bool) -> Result<(String, bool), ErrorData> {
     const METHOD: &str = "tools/call";
     let text = apps_mcp::answer_text(app_id, METHOD, forwarded)?;
     let answer: Answer = serde_json::from_str(&text).map_err(|e| apps_mcp::invalid_json(app_id, METHOD, e))?;
@@ -325,9 +415,9 @@ fn complete_result(app_id: &str, id: &Value, forwarded: Forwarded) -> Result<(St
     body.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
     body.push_str(&id.to_string());
     body.push_str(",\"result\":");
-    match keys.result_type {
-        Present(true) => body.push_str(raw),
-        Present(false) => {
+    match (modern, keys) {
+        (true, ResultKeys { result_type: Present(true), .. }) => body.push_str(raw),
+        (true, _) => {
             // `{` + the rest: the type goes first, as rmcp writes it.
             let inner = raw.trim_start().strip_prefix('{').unwrap_or("}");
             body.push_str("{\"resultType\":\"complete\"");
@@ -335,6 +425,14 @@ fn complete_result(app_id: &str, id: &Value, forwarded: Forwarded) -> Result<(St
                 body.push(',');
             }
             body.push_str(inner);
+        }
+        (false, ResultKeys { result_type: Present(false), ttl_ms: Present(false), cache_scope: Present(false) }) => body.push_str(raw),
+        (false, _) => {
+            let mut result: Map<String, Value> = serde_json::from_str(raw).map_err(|e| apps_mcp::invalid_result(METHOD, e))?;
+            for key in ["resultType", "ttlMs", "cacheScope"] {
+                result.remove(key);
+            }
+            body.push_str(&Value::Object(result).to_string());
         }
     }
     body.push('}');
@@ -351,24 +449,34 @@ mod tests {
 
     #[test]
     fn a_result_gets_its_type_first_and_keeps_everything_else() {
-        let (body, is_error) = complete_result("a", &json!(3), answer(r#"{"content":[{"type":"text","text":"hi"}],"x-own":1}"#)).unwrap();
+        let (body, is_error) = complete_result("a", &json!(3), answer(r#"{"content":[{"type":"text","text":"hi"}],"x-own":1}"#), true).unwrap();
         let value: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(value, json!({ "jsonrpc": "2.0", "id": 3, "result": { "resultType": "complete", "content": [{ "type": "text", "text": "hi" }], "x-own": 1 } }));
         assert!(!is_error);
-        let (body, _) = complete_result("a", &json!("a"), answer(" { \"isError\" : false } ")).unwrap();
+        let (body, _) = complete_result("a", &json!("a"), answer(" { \"isError\" : false } "), true).unwrap();
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({ "jsonrpc": "2.0", "id": "a", "result": { "resultType": "complete", "isError": false } }));
-        let (_, is_error) = complete_result("a", &json!(1), answer(r#"{"resultType":"complete","content":[],"isError":true}"#)).unwrap();
+        let (_, is_error) = complete_result("a", &json!(1), answer(r#"{"resultType":"complete","content":[],"isError":true}"#), true).unwrap();
         assert!(is_error);
-        let (body, _) = complete_result("a", &json!(1), answer(r#"{"resultType":null,"content":[]}"#)).unwrap();
+        let (body, _) = complete_result("a", &json!(1), answer(r#"{"resultType":null,"content":[]}"#), true).unwrap();
         assert_eq!(body.matches("resultType").count(), 1, "never written twice: {body}");
     }
 
     #[test]
+    fn a_session_client_gets_the_result_without_the_newer_revisions_keys() {
+        let text = r#"{"content":[],"x-own":1}"#;
+        let (body, _) = complete_result("a", &json!(2), answer(text), false).unwrap();
+        assert_eq!(body, format!(r#"{{"jsonrpc":"2.0","id":2,"result":{text}}}"#), "the app's text as it came");
+        let (body, is_error) = complete_result("a", &json!(2), answer(r#"{"resultType":"complete","ttlMs":5,"cacheScope":"user","content":[],"isError":true}"#), false).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({ "jsonrpc": "2.0", "id": 2, "result": { "content": [], "isError": true } }));
+        assert!(is_error);
+    }
+
+    #[test]
     fn an_invalid_result_or_an_error_is_the_protocol_paths_error() {
-        let e = complete_result("a", &json!(1), answer(r#"{"content":"not a list"}"#)).unwrap_err();
+        let e = complete_result("a", &json!(1), answer(r#"{"content":"not a list"}"#), true).unwrap_err();
         assert!(e.message.contains("not a valid MCP result"), "{}", e.message);
         let text = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown tool"}}"#;
-        let e = complete_result("a", &json!(1), Ok(Some(text.into()))).unwrap_err();
+        let e = complete_result("a", &json!(1), Ok(Some(text.into())), true).unwrap_err();
         assert_eq!((e.code, e.message.as_ref()), (ErrorCode::INVALID_PARAMS, "Unknown tool"));
     }
 
