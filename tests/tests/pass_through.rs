@@ -205,60 +205,69 @@ fn calls_in_an_initialize_era_session_take_the_short_way() {
         ("log", json!({ "level": "error", "message": "while working", "count": 2 })),
     ];
     for app in ["pss", "psh"] {
-        let path = format!("/apps/mcp/{app}");
-        let headers = open_session(&gw, &path, json!({}));
-        for (i, (tool, arguments)) in cases.iter().enumerate() {
-            let short = send(&gw, &path, &headers, &session_call(i as u64 + 1, tool, arguments, false));
-            let long = send(&gw, &path, &headers, &session_call(i as u64 + 1, tool, arguments, true));
-            assert_eq!(short.messages, long.messages, "{path} {tool} {arguments}: the short way (left) differs from rmcp's (right)");
-            assert_eq!((short.status, long.status), (200, 200), "{path} {tool}");
-            assert!(long.sse, "{path} {tool}: rmcp answers a session's request as a stream: {long:?}");
-            // The app's log messages take the session's standalone stream either way (rmcp routes
-            // them there), so the short way's reply is plain JSON even for `log`.
-            assert!(!short.sse, "{path} {tool}: the short way answers JSON: {short:?}");
+        for (path, prefix) in [(format!("/apps/mcp/{app}"), String::new()), ("/mcp".to_string(), format!("{app}."))] {
+            session_calls_both_ways(&gw, app, &path, &prefix, cases);
         }
+    }
+}
 
-        // The client cancels a call: the short way's call ends at once, counted as cancelled.
-        let cancelled_before = proxied(&gw, app, "cancelled");
-        let slow = std::thread::spawn({
-            let (url, headers) = (gw.url(&path), headers.clone());
-            move || {
-                let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().unwrap();
-                let mut request = client.post(url).body(session_call(99, "slow", &json!({ "ms": 30000 }), false).to_string());
-                for (name, value) in &headers {
-                    request = request.header(*name, value);
-                }
-                let started = std::time::Instant::now();
-                let text = request.send().and_then(|r| r.text()).unwrap_or_else(|e| e.to_string());
-                (text, started.elapsed())
+fn session_calls_both_ways(gw: &GatewayProcess, app: &str, path: &str, prefix: &str, cases: &[(&str, Value)]) {
+    let path = path.to_string();
+    let headers = open_session(gw, &path, json!({}));
+    for (i, (tool, arguments)) in cases.iter().enumerate() {
+        let tool = format!("{prefix}{tool}");
+        let short = send(gw, &path, &headers, &session_call(i as u64 + 1, &tool, arguments, false));
+        let long = send(gw, &path, &headers, &session_call(i as u64 + 1, &tool, arguments, true));
+        assert_eq!(short.messages, long.messages, "{path} {tool} {arguments}: the short way (left) differs from rmcp's (right)");
+        assert_eq!((short.status, long.status), (200, 200), "{path} {tool}");
+        assert!(long.sse, "{path} {tool}: rmcp answers a session's request as a stream: {long:?}");
+        // The app's log messages take the session's standalone stream either way (rmcp routes
+        // them there), so the short way's reply is plain JSON even for `log`.
+        assert!(!short.sse, "{path} {tool}: the short way answers JSON: {short:?}");
+    }
+
+    // The client cancels a call: the short way's call ends at once (on /apps/mcp counted as
+    // cancelled).
+    let cancelled_before = proxied(gw, app, "cancelled");
+    let slow = std::thread::spawn({
+        let (url, headers, tool) = (gw.url(&path), headers.clone(), format!("{prefix}slow"));
+        move || {
+            let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().unwrap();
+            let mut request = client.post(url).body(session_call(99, &tool, &json!({ "ms": 30000 }), false).to_string());
+            for (name, value) in &headers {
+                request = request.header(*name, value);
             }
-        });
-        std::thread::sleep(Duration::from_millis(500));
-        let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 99, "reason": "changed my mind" } });
-        assert_eq!(send_raw(&gw, &path, &headers, &cancel).status().as_u16(), 202, "{path}: the cancel is accepted");
-        let (text, took) = slow.join().unwrap();
-        assert!(took < Duration::from_secs(20), "{path}: the cancelled call still ran for {took:?}: {text}");
+            let started = std::time::Instant::now();
+            let text = request.send().and_then(|r| r.text()).unwrap_or_else(|e| e.to_string());
+            (text, started.elapsed())
+        }
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let cancel = json!({ "jsonrpc": "2.0", "method": "notifications/cancelled", "params": { "requestId": 99, "reason": "changed my mind" } });
+    assert_eq!(send_raw(gw, &path, &headers, &cancel).status().as_u16(), 202, "{path}: the cancel is accepted");
+    let (text, took) = slow.join().unwrap();
+    assert!(took < Duration::from_secs(20), "{path}: the cancelled call still ran for {took:?}: {text}");
+    if prefix.is_empty() {
         assert!(
-            wait_until(Duration::from_secs(10), Duration::from_millis(50), || proxied(&gw, app, "cancelled") > cancelled_before),
+            wait_until(Duration::from_secs(10), Duration::from_millis(50), || proxied(gw, app, "cancelled") > cancelled_before),
             "{path}: not counted as cancelled"
         );
-
-        // The session ends: its id no longer reaches the app by either way.
-        let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
-        let mut delete = client.delete(gw.url(&path));
-        for (name, value) in &headers {
-            delete = delete.header(*name, value);
-        }
-        assert_eq!(delete.send().unwrap().status().as_u16(), 200, "{path}: DELETE");
-        let after = wait_until(Duration::from_secs(10), Duration::from_millis(50), || {
-            send_raw(&gw, &path, &headers, &session_call(100, "echo", &json!({ "text": "late" }), false)).status().as_u16() == 404
-        });
-        assert!(after, "{path}: a call in the ended session was served");
-
-        // A client that can be asked keeps rmcp's path for its calls.
-        let asking = open_session(&gw, &path, json!({ "elicitation": {} }));
-        let reply = send(&gw, &path, &asking, &session_call(1, "echo", &json!({ "text": "asked" }), false));
-        assert!(reply.sse, "{path}: a session client that declared elicitation goes rmcp's way: {reply:?}");
-        assert_eq!(reply.messages.last().unwrap()["result"]["content"][0]["text"], "echo: asked", "{reply:?}");
     }
+
+    // The session ends: its id no longer reaches the app by either way.
+    let client = reqwest::blocking::Client::builder().no_proxy().build().unwrap();
+    let mut delete = client.delete(gw.url(&path));
+    for (name, value) in &headers {
+        delete = delete.header(*name, value);
+    }
+    assert_eq!(delete.send().unwrap().status().as_u16(), 200, "{path}: DELETE");
+    let late = session_call(100, &format!("{prefix}echo"), &json!({ "text": "late" }), false);
+    let after = wait_until(Duration::from_secs(10), Duration::from_millis(50), || send_raw(gw, &path, &headers, &late).status().as_u16() == 404);
+    assert!(after, "{path}: a call in the ended session was served");
+
+    // A client that can be asked keeps rmcp's path for its calls.
+    let asking = open_session(gw, &path, json!({ "elicitation": {} }));
+    let reply = send(gw, &path, &asking, &session_call(1, &format!("{prefix}echo"), &json!({ "text": "asked" }), false));
+    assert!(reply.sse, "{path}: a session client that declared elicitation goes rmcp's way: {reply:?}");
+    assert_eq!(reply.messages.last().unwrap()["result"]["content"][0]["text"], "echo: asked", "{reply:?}");
 }

@@ -142,25 +142,13 @@ pub async fn handle(
 ) -> Response {
     let session_id = query_param(query.as_deref(), "sessionId").unwrap_or_default();
     if let Some(Gated(message)) = request.extensions().get::<Gated>() {
-        cancel_short_way_call(&state.pass_through.sessions, request.headers(), message);
+        state.pass_through.sessions.cancelled_by(request.headers(), message);
         if let Some(response) = state.pass_through.tools_call(request.method(), request.headers(), message, &app_id, &session_id).await {
             return response;
         }
     }
     request.extensions_mut().insert(AppTarget { app_id, session_id });
     state.apps_mcp.handle(request).await.into_response()
-}
-
-/// A session client's `notifications/cancelled` also cancels the short-way call it names (rmcp,
-/// which gets the notification next, knows only its own).
-fn cancel_short_way_call(sessions: &KnownSessions, headers: &axum::http::HeaderMap, message: &Value) {
-    if message.get("method").and_then(Value::as_str) != Some("notifications/cancelled") || message.get("id").is_some() {
-        return;
-    }
-    let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
-    if let (Some(session), Some(request_id)) = (session, message.pointer("/params/requestId")) {
-        sessions.cancel(session, request_id);
-    }
 }
 
 pub fn max_request_bytes(settings: &crate::settings::Settings) -> usize {

@@ -11,7 +11,7 @@
 //!   reaches them on their stream whenever the registry's model-visible list changes.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::jsonrpc_gate::Gated;
+use super::known_sessions::{KnownSessions, Registration};
 use super::mcp_relay::{self, Outcome};
 use super::pass_through::{self, Message};
 use super::mcp_tasks::Tasks;
@@ -73,6 +74,11 @@ pub struct GatewayMcp {
     parked: Arc<Parked<ToolResult>>,
     /// Tool calls run as MCP Tasks (R43), shared by every session for the same reason.
     tasks: Arc<Tasks>,
+    /// The initialize-era sessions the short way may serve (`known_sessions.rs`).
+    sessions: Arc<KnownSessions>,
+    /// This handler's session, once its client said `initialized` (dropped with the session).
+    registration: Arc<OnceLock<Registration>>,
+    shutdown: CancellationToken,
 }
 
 impl ServerHandler for GatewayMcp {
@@ -186,7 +192,16 @@ impl ServerHandler for GatewayMcp {
     }
 
     /// Pushes `notifications/tools/list_changed` to this client for as long as it is connected.
+    ///
+    /// The session becomes known to the short way here, if its client can be asked nothing.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let session_id = context.extensions.get::<axum::http::request::Parts>().and_then(|p| p.headers.get("mcp-session-id")?.to_str().ok());
+        let capabilities = context.peer.peer_info().and_then(|info| serde_json::to_value(&info.capabilities).ok());
+        if let (Some(session_id), Some(Value::Object(capabilities))) = (session_id, capabilities) {
+            if let Some(registration) = self.sessions.register(session_id, capabilities, Some(context.peer.clone()), &self.shutdown) {
+                let _ = self.registration.set(registration);
+            }
+        }
         let peer = context.peer.clone();
         let mut changes = self.registry.subscribe();
         tokio::spawn(async move {
@@ -318,10 +333,20 @@ pub fn service(
     shutdown: CancellationToken,
 ) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, ShortWay) {
     let parked = Arc::new(Parked::default());
-    let short = ShortWay { registry: registry.clone(), compatibility, parked: parked.clone(), shutdown: shutdown.clone() };
-    let handler = GatewayMcp { registry, compatibility, parked, tasks: Arc::new(Tasks::default()) };
-    let service =
-        StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes, shared_sessions));
+    let sessions = Arc::new(KnownSessions::default());
+    let short = ShortWay { registry: registry.clone(), compatibility, parked: parked.clone(), shutdown: shutdown.clone(), sessions: sessions.clone() };
+    let handler = GatewayMcp {
+        registry,
+        compatibility,
+        parked,
+        tasks: Arc::new(Tasks::default()),
+        sessions,
+        registration: Default::default(),
+        shutdown: shutdown.clone(),
+    };
+    // One handler per session (and per stateless request), each with its own registration.
+    let factory = move || Ok(GatewayMcp { registration: Default::default(), ..handler.clone() });
+    let service = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes, shared_sessions));
     (service, short)
 }
 
@@ -330,6 +355,7 @@ pub fn service(
 pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManager>, short: ShortWay, request: axum::extract::Request) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(Gated(message)) = request.extensions().get::<Gated>() {
+        short.sessions.cancelled_by(request.headers(), message);
         if let Some(response) = short.tools_call(request.method(), request.headers(), message).await {
             return response;
         }
@@ -344,32 +370,42 @@ pub struct ShortWay {
     compatibility: Compatibility,
     parked: Arc<Parked<ToolResult>>,
     shutdown: CancellationToken,
+    sessions: Arc<KnownSessions>,
 }
 
 impl ShortWay {
     /// What [`GatewayMcp::call_tool`] answers for a plain 2026-07-28 call, without rmcp's
     /// server in between; `None` leaves the request to rmcp.
     async fn tools_call(&self, method: &axum::http::Method, headers: &axum::http::HeaderMap, message: &Value) -> Option<axum::response::Response> {
-        let request = pass_through::eligible(self.compatibility, method, headers, message)?;
+        let pass_through::Accepted { request, client, tracked } =
+            pass_through::accept(self.compatibility, &self.sessions, &self.shutdown, method, headers, message)?;
+        let modern = client.modern;
         let (registry, parked) = (self.registry.clone(), self.parked.clone());
         let capabilities = request.capabilities.clone();
-        let answer = pass_through::respond(&request.capabilities, pass_through::Client { modern: true, cancelled: self.shutdown.clone(), peer: None }, move |caller| async move {
+        let answer = pass_through::respond(&request.capabilities, client, move |caller| async move {
+            let _tracked = tracked;
             let (id, name) = (request.id, request.name);
             if registry.resolve_now(&name).await.is_none() {
-                return Message::error(&id, ErrorData::invalid_params(format!("unknown tool '{name}'"), None), true);
+                return Message::error(&id, ErrorData::invalid_params(format!("unknown tool '{name}'"), None), modern);
             }
             let arguments = request.params.get("arguments").cloned().unwrap_or_else(|| json!({})).to_string();
-            let extra = mcp_relay::relay_extra_for(capabilities, true);
+            let extra = mcp_relay::relay_extra_for(capabilities, modern);
             let call_id = registry.module().next_call_id();
             let calling = registry.clone();
             let call = registry.module().relayed(call_id, async move { calling.call_with(&name, &arguments, call_id, &Value::Null, &extra).await });
             match mcp_relay::drive(call, &caller, registry.module(), &parked).await {
                 Ok(Outcome::Done(result)) => {
-                    let response = json!({ "jsonrpc": host_abi::jsonrpc::VERSION, "id": id, "result": rmcp::model::ServerResult::from(CallToolResponse::from(to_call_tool_result(result))) });
-                    Message::ok(response.to_string())
+                    let mut result = serde_json::to_value(rmcp::model::ServerResult::from(CallToolResponse::from(to_call_tool_result(result)))).unwrap_or_default();
+                    if !modern {
+                        // rmcp writes no `resultType` for an initialize-era client.
+                        if let Some(map) = result.as_object_mut() {
+                            map.remove("resultType");
+                        }
+                    }
+                    Message::ok(json!({ "jsonrpc": host_abi::jsonrpc::VERSION, "id": id, "result": result }).to_string())
                 }
                 Ok(Outcome::InputRequired(input)) => Message::input_required(&id, input),
-                Err(e) => Message::error(&id, e, true),
+                Err(e) => Message::error(&id, e, modern),
             }
         });
         Some(answer.await)

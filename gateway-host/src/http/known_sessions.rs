@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use axum::http::HeaderMap;
 use parking_lot::{Mutex, RwLock};
 use rmcp::service::{Peer, RoleServer};
 use serde_json::{Map, Value};
@@ -109,6 +110,19 @@ impl KnownSessions {
         let cancelled = session.ended.child_token();
         session.calls.lock().insert(key.clone(), (number, cancelled.clone()));
         SessionCall { session, key, number, cancelled }
+    }
+
+    /// If `message` (a POST's gated body) is a session client's `notifications/cancelled`, the
+    /// short-way call it names is cancelled (rmcp, which gets the notification next, knows only
+    /// its own calls).
+    pub fn cancelled_by(&self, headers: &HeaderMap, message: &Value) {
+        if message.get("method").and_then(Value::as_str) != Some("notifications/cancelled") || message.get("id").is_some() {
+            return;
+        }
+        let session = headers.get("mcp-session-id").and_then(|v| v.to_str().ok());
+        if let (Some(session), Some(request_id)) = (session, message.pointer("/params/requestId")) {
+            self.cancel(session, request_id);
+        }
     }
 
     /// The client of session `id` cancelled its request `request_id`: the short-way call, if

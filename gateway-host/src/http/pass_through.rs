@@ -43,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::apps_mcp::{self, Forwarded};
 use super::gateway_mcp::Compatibility;
-use super::known_sessions::{KnownSession, KnownSessions};
+use super::known_sessions::{KnownSession, KnownSessions, SessionCall};
 use super::mcp_relay::{self, Caller, Outcome};
 use crate::metrics::{Metrics, ProxiedOutcome};
 use crate::module_host::ModuleHost;
@@ -80,23 +80,13 @@ impl PassThrough {
     /// The answer to `message` (the gated body of the request) if it goes the short way; `None`
     /// leaves the request to rmcp.
     pub async fn tools_call(&self, method: &Method, headers: &HeaderMap, message: &Value, app_id: &str, session_id: &str) -> Option<Response> {
-        // A 2026-07-28 request, or one in a known initialize-era session (then tracked there).
-        let (request, in_session) = match eligible(self.compatibility, method, headers, message) {
-            Some(request) => (request, None),
-            None => {
-                let (request, session) = eligible_in_session(&self.sessions, method, headers, message)?;
-                let call = self.sessions.call(session, &request.id);
-                (request, Some(call))
-            }
-        };
-        let modern = in_session.is_none();
-        let cancelled = in_session.as_ref().map_or_else(|| self.shutdown.clone(), |call| call.cancelled.clone());
-        let peer = in_session.as_ref().and_then(|call| call.session.peer.clone());
+        let Accepted { request, client, tracked } = accept(self.compatibility, &self.sessions, &self.shutdown, method, headers, message)?;
+        let modern = client.modern;
         let (app_id, session_id) = (app_id.to_string(), session_id.to_string());
         let (module, parked, metrics) = (self.module.clone(), self.parked.clone(), self.metrics.clone());
         let capabilities = request.capabilities.clone();
-        let answer = respond(&request.capabilities, Client { modern, cancelled, peer }, move |caller| async move {
-            let _tracked = in_session;
+        let answer = respond(&request.capabilities, client, move |caller| async move {
+            let _tracked = tracked;
             let counted = metrics.proxied_request(&app_id, "tools/call");
             let id = request.id;
             let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "method": "tools/call", "params": request.params });
@@ -119,6 +109,34 @@ impl PassThrough {
         });
         Some(answer.await)
     }
+}
+
+/// A request the short way takes: the call, who it is for, and its entry in its session.
+pub(super) struct Accepted {
+    pub request: Eligible,
+    pub client: Client,
+    /// Held while the call runs (see [`KnownSessions::call`]).
+    pub tracked: Option<SessionCall>,
+}
+
+/// The request, if the short way takes it: a 2026-07-28 one ([`eligible`]) or one in a known
+/// initialize-era session ([`eligible_in_session`]).
+pub(super) fn accept(
+    compatibility: Compatibility,
+    sessions: &KnownSessions,
+    shutdown: &CancellationToken,
+    method: &Method,
+    headers: &HeaderMap,
+    message: &Value,
+) -> Option<Accepted> {
+    if let Some(request) = eligible(compatibility, method, headers, message) {
+        return Some(Accepted { request, client: Client { modern: true, cancelled: shutdown.clone(), peer: None }, tracked: None });
+    }
+    let (request, session) = eligible_in_session(sessions, method, headers, message)?;
+    let peer = session.peer.clone();
+    let tracked = sessions.call(session, &request.id);
+    let client = Client { modern: false, cancelled: tracked.cancelled.clone(), peer };
+    Some(Accepted { request, client, tracked: Some(tracked) })
 }
 
 /// Who a short-way call is for.
