@@ -226,6 +226,41 @@ fn session_calls_both_ways(gw: &GatewayProcess, app: &str, path: &str, prefix: &
         assert!(!short.sse, "{path} {tool}: the short way answers JSON: {short:?}");
     }
 
+    // The app's log messages during a short-way call reach the session's standalone stream.
+    let (lines, stream) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn({
+        let (url, headers) = (gw.url(&path), headers.clone());
+        move || {
+            use std::io::BufRead;
+            let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().unwrap();
+            let mut request = client.get(url).header("accept", "text/event-stream");
+            for (name, value) in headers.iter().filter(|(n, _)| n.starts_with("mcp-")) {
+                request = request.header(*name, value);
+            }
+            let Ok(response) = request.send() else { return };
+            for line in std::io::BufReader::new(response).lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let logged = send(gw, &path, &headers, &session_call(50, &format!("{prefix}log"), &json!({ "level": "error", "message": "to the stream", "count": 2 }), false));
+    assert!(!logged.sse && logged.messages.len() == 1, "{path}: the reply is the result alone: {logged:?}");
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let line = stream.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("{path}: the standalone stream got {seen:?}"));
+        if let Some(data) = line.strip_prefix("data:") {
+            if let Ok(message) = serde_json::from_str::<Value>(data.trim()) {
+                if message["method"] == "notifications/message" && message["params"]["data"].as_str().is_some_and(|d| d.starts_with("to the stream")) {
+                    seen.push(message);
+                }
+            }
+        }
+    }
+    drop(stream);
+
     // The client cancels a call: the short way's call ends at once (on /apps/mcp counted as
     // cancelled).
     let cancelled_before = proxied(gw, app, "cancelled");

@@ -1,5 +1,5 @@
-//! The short way through `/apps/mcp/{appId}` for the request it carries most: a 2026-07-28
-//! stateless `tools/call` (issue 15).
+//! The short way through `/apps/mcp/{appId}` (and `/mcp`) for the request they carry most: a
+//! `tools/call`, of the 2026-07-28 revision or in an initialize-era session (issue 15).
 //!
 //! On the protocol library's path such a call is parsed into rmcp's types, served by a
 //! per-request service, turned back into JSON for the module, and its answer parsed into a
@@ -17,6 +17,20 @@
 //!   whole (version `2026-07-28`, a readable `clientInfo` and `clientCapabilities`), without a
 //!   progress token, a log level, a task request or a retry (`inputResponses`, `requestState`);
 //! - a client that did not declare the tasks extension, on an endpoint that serves 2026-07-28.
+//!
+//! In an initialize-era session (what the official SDKs' clients open by default) the same
+//! call, with:
+//!
+//! - `Mcp-Session-Id` of a session the short way knows (`known_sessions.rs`: its client said
+//!   `initialized` and declared none of sampling, elicitation, roots, tasks, so nothing can be
+//!   asked of it during a call), an `MCP-Protocol-Version` (if sent) of an earlier revision;
+//! - a `_meta` (if any) without a progress token or a 2026-07-28 envelope key.
+//!
+//! The answer is JSON (rmcp answers a session's request as an SSE stream; the transport allows
+//! either); the app's notifications for the call go through the session's peer, so they take
+//! the stream rmcp gives them, and the result has no `resultType` and no cache hints, as rmcp
+//! writes it for such a client. A client's `notifications/cancelled` for the call and the
+//! session's end cancel it.
 //!
 //! Anything else goes to rmcp untouched. What the call does is the same on both paths, because
 //! it runs the same way: the module's forward with the relay ([`mcp_relay::drive`]), the same
