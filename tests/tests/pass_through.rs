@@ -282,6 +282,8 @@ fn session_calls_both_ways(gw: &GatewayProcess, app: &str, path: &str, prefix: &
     assert_eq!(send_raw(gw, &path, &headers, &cancel).status().as_u16(), 202, "{path}: the cancel is accepted");
     let (text, took) = slow.join().unwrap();
     assert!(took < Duration::from_secs(20), "{path}: the cancelled call still ran for {took:?}: {text}");
+    // No response for a cancelled request (the transport's rule; rmcp ends the stream too).
+    assert!(text.trim().is_empty(), "{path}: the cancelled call was answered: {text}");
     if prefix.is_empty() {
         assert!(
             wait_until(Duration::from_secs(10), Duration::from_millis(50), || proxied(gw, app, "cancelled") > cancelled_before),

@@ -405,6 +405,8 @@ impl ShortWay {
                     Message::ok(json!({ "jsonrpc": host_abi::jsonrpc::VERSION, "id": id, "result": result }).to_string())
                 }
                 Ok(Outcome::InputRequired(input)) => Message::input_required(&id, input),
+                // No response for a session's cancelled request (see `Message::none`).
+                Err(_) if !modern && caller.cancelled.is_cancelled() => Message::none(),
                 Err(e) => Message::error(&id, e, modern),
             }
         });

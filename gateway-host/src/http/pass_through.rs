@@ -115,7 +115,8 @@ impl PassThrough {
                     Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
                 },
                 Ok(Outcome::InputRequired(input)) => (Message::input_required(&id, input), ProxiedOutcome::InputRequired),
-                Err(_) if caller.cancelled.is_cancelled() => (Message::error(&id, ErrorData::internal_error("the call was cancelled", None), modern), ProxiedOutcome::Cancelled),
+                Err(_) if caller.cancelled.is_cancelled() && !modern => (Message::none(), ProxiedOutcome::Cancelled),
+                Err(e) if caller.cancelled.is_cancelled() => (Message::error(&id, e, modern), ProxiedOutcome::Cancelled),
                 Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
             };
             counted.finish(counted_as);
@@ -188,6 +189,9 @@ where
             Some(first) => first,
             None => receiver.recv().await?,
         };
+        if next.body.is_empty() {
+            return None;
+        }
         Some((Ok::<_, Infallible>(Event::default().data(next.body)), (None, receiver, task)))
     });
     Sse::new(frames).keep_alive(KeepAlive::default()).into_response()
@@ -224,7 +228,17 @@ impl Message {
         Message { status, body }
     }
 
+    /// No message at all: what a cancelled request of a session gets (the transport says no
+    /// response is sent for it; rmcp ends the request's stream without one). The reply is then
+    /// an SSE stream that ends at once.
+    pub fn none() -> Message {
+        Message { status: StatusCode::OK, body: String::new() }
+    }
+
     fn into_json(self) -> Response {
+        if self.body.is_empty() {
+            return (self.status, [(header::CONTENT_TYPE, "text/event-stream")], "").into_response();
+        }
         (self.status, [(header::CONTENT_TYPE, "application/json")], self.body).into_response()
     }
 }
