@@ -57,9 +57,11 @@ const OVERRIDABLE_SECTIONS: &[&str] =
 // Paths
 // ---------------------------------------------------------------------------------------------
 
-/// The repository root (the workspace folder holding `Cargo.toml`).
+/// The repository root (the workspace folder holding `Cargo.toml`). Cargo tells a test process
+/// where its package is when it runs it; the path compiled in is the fallback, since a `target/`
+/// copied from another checkout would otherwise run that checkout's apps.
 pub fn repo_root() -> PathBuf {
-    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     manifest_dir.parent().expect("tests/ has a parent").to_path_buf()
 }
 
