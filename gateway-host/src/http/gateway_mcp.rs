@@ -195,12 +195,8 @@ impl ServerHandler for GatewayMcp {
     ///
     /// The session becomes known to the short way here, if its client can be asked nothing.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let session_id = context.extensions.get::<axum::http::request::Parts>().and_then(|p| p.headers.get("mcp-session-id")?.to_str().ok());
-        let capabilities = context.peer.peer_info().and_then(|info| serde_json::to_value(&info.capabilities).ok());
-        if let (Some(session_id), Some(Value::Object(capabilities))) = (session_id, capabilities) {
-            if let Some(registration) = self.sessions.register(session_id, capabilities, Some(context.peer.clone()), &self.shutdown) {
-                let _ = self.registration.set(registration);
-            }
+        if let Some(registration) = self.sessions.register_initialized(&context, &self.shutdown) {
+            let _ = self.registration.set(registration);
         }
         let peer = context.peer.clone();
         let mut changes = self.registry.subscribe();

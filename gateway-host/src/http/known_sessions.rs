@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use parking_lot::{Mutex, RwLock};
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RoleServer};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -97,6 +97,15 @@ impl KnownSessions {
         let session = Arc::new(KnownSession { capabilities, peer, ended: shutdown.child_token(), calls: Mutex::default() });
         self.sessions.write().insert(id.to_string(), session.clone());
         Some(Registration { sessions: self.clone(), id: id.to_string(), session })
+    }
+
+    /// Registers the session whose client just said `initialized` (its id from the request's
+    /// `Mcp-Session-Id`, its capabilities and peer from rmcp), if the short way may serve it.
+    pub fn register_initialized(self: &Arc<Self>, context: &NotificationContext<RoleServer>, shutdown: &CancellationToken) -> Option<Registration> {
+        let parts = context.extensions.get::<axum::http::request::Parts>()?;
+        let session_id = parts.headers.get("mcp-session-id")?.to_str().ok()?;
+        let Ok(Value::Object(capabilities)) = serde_json::to_value(&context.peer.peer_info()?.capabilities) else { return None };
+        self.register(session_id, capabilities, Some(context.peer.clone()), shutdown)
     }
 
     /// The session, if it is known.
