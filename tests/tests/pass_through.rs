@@ -56,30 +56,42 @@ fn proxied(gw: &GatewayProcess, app: &str, outcome: &str) -> u64 {
     text.lines().find_map(|l| l.strip_prefix(&wanted)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
 }
 
-#[test]
-fn the_short_way_answers_what_the_protocol_library_answers() {
+/// A gateway (no auth) running a stdio and an HTTP test-app with these ids, once both serve tools.
+fn gateway_with_apps(stdio: &str, http: &str) -> (tempfile::TempDir, GatewayProcess) {
     let dir = tempfile::tempdir().unwrap();
     let apps = dir.path().join("apps");
-    write_manifest(&apps, "pts", &stdio_app("pts", &[]));
-    write_manifest(&apps, "pth", &http_app("pth", &[]));
+    write_manifest(&apps, stdio, &stdio_app(stdio, &[]));
+    write_manifest(&apps, http, &http_app(http, &[]));
     let gw = GatewayProcess::start(json!({
         "Gateway": { "AlwaysRequireAuth": false },
         "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
     }));
     let tools = || reqwest::blocking::get(gw.url("/tools")).ok().and_then(|r| r.text().ok()).unwrap_or_default();
     assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(100), || tools().contains("pts.echo") && tools().contains("pth.echo")),
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || tools().contains(&format!("{stdio}.echo")) && tools().contains(&format!("{http}.echo"))),
         "the apps never came up\n{}",
         gw.logs()
     );
-    let cases: &[(&str, Value)] = &[
+    (dir, gw)
+}
+
+/// The calls every test here sends both ways: a result, a tool error, an unknown tool, invalid
+/// arguments, and log messages the app sends during the call (on a 2026-07-28 request they turn
+/// the reply into an SSE stream).
+fn cases() -> Vec<(&'static str, Value)> {
+    vec![
         ("echo", json!({ "text": "hi from both ways" })),
         ("fail", json!({ "message": "a tool error" })),
         ("no-such-tool", json!({})),
         ("echo", json!({ "text": 5 })),
-        // Log messages the app sends during the call turn the reply into an SSE stream.
         ("log", json!({ "level": "error", "message": "while working", "count": 2 })),
-    ];
+    ]
+}
+
+#[test]
+fn the_short_way_answers_what_the_protocol_library_answers() {
+    let (_dir, gw) = gateway_with_apps("pts", "pth");
+    let cases = &cases();
     for app in ["pts", "pth"] {
         for (tool, arguments) in cases {
             for (path, name) in [(format!("/apps/mcp/{app}"), tool.to_string()), ("/mcp".to_string(), format!("{app}.{tool}"))] {
@@ -183,27 +195,8 @@ fn session_call(id: u64, tool: &str, arguments: &Value, long_way: bool) -> Value
 /// client that can be asked (elicitation) stays on rmcp's path.
 #[test]
 fn calls_in_an_initialize_era_session_take_the_short_way() {
-    let dir = tempfile::tempdir().unwrap();
-    let apps = dir.path().join("apps");
-    write_manifest(&apps, "pss", &stdio_app("pss", &[]));
-    write_manifest(&apps, "psh", &http_app("psh", &[]));
-    let gw = GatewayProcess::start(json!({
-        "Gateway": { "AlwaysRequireAuth": false },
-        "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
-    }));
-    let tools = || reqwest::blocking::get(gw.url("/tools")).ok().and_then(|r| r.text().ok()).unwrap_or_default();
-    assert!(
-        wait_until(Duration::from_secs(30), Duration::from_millis(100), || tools().contains("pss.echo") && tools().contains("psh.echo")),
-        "the apps never came up\n{}",
-        gw.logs()
-    );
-    let cases: &[(&str, Value)] = &[
-        ("echo", json!({ "text": "hi from both ways" })),
-        ("fail", json!({ "message": "a tool error" })),
-        ("no-such-tool", json!({})),
-        ("echo", json!({ "text": 5 })),
-        ("log", json!({ "level": "error", "message": "while working", "count": 2 })),
-    ];
+    let (_dir, gw) = gateway_with_apps("pss", "psh");
+    let cases = &cases();
     for app in ["pss", "psh"] {
         for (path, prefix) in [(format!("/apps/mcp/{app}"), String::new()), ("/mcp".to_string(), format!("{app}."))] {
             session_calls_both_ways(&gw, app, &path, &prefix, cases);
