@@ -19,6 +19,7 @@ pub mod serve;
 #[doc(hidden)]
 pub mod settings;
 
+mod app_http;
 mod chat;
 mod env_overrides;
 mod gateway_config;

@@ -11,13 +11,14 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RStr;
 use host_abi::payloads::{AppDetail, DiscoveryReport, ProviderKind, ReloadReport, Respond, Responded};
 use host_abi::{
-    AbiError, AppDescriptor, ForwardRequest, HostSink, HostSink_TO, LogLevel, LogRecord, ModuleConfig, ModuleEvent,
-    ModuleInstanceBox, ToolDescriptor,
+    error_code, AbiError, AbiFuture, AppDescriptor, ForwardRequest, HostSink, HostSink_TO, HttpAnswer, HttpPost, LogLevel,
+    LogRecord, ModuleConfig, ModuleEvent, ModuleInstanceBox, RResult, ToolDescriptor,
 };
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 
+use crate::app_http::AppHttp;
 use crate::module_loader::{LoadedModule, ModuleSummary};
 use crate::relay::{RelayRoutes, RelayedCall};
 
@@ -34,6 +35,8 @@ struct GatewaySink {
     events: broadcast::Sender<HostEvent>,
     /// Events of relayed calls go to the one call waiting for them, not to every subscriber.
     relays: Arc<RelayRoutes>,
+    /// Sends the module's requests to HTTP apps (`http_post`); `None` if it could not be built.
+    http: Option<AppHttp>,
 }
 
 fn log_level(level: LogLevel) -> log::Level {
@@ -72,6 +75,17 @@ impl HostSink for GatewaySink {
         }
         // No receivers is normal (nobody listening yet); never block the module's thread.
         let _ = self.events.send(HostEvent { kind: event.kind.into_string(), app_id: event.app_id.into_string(), payload });
+    }
+
+    /// Without a client (see [`ModuleHost::create`]) this answers as a host lacking the method
+    /// does, so that the module sends the request itself.
+    fn http_post(&self, post: HttpPost) -> AbiFuture<HttpAnswer> {
+        match &self.http {
+            Some(http) => http.post(post),
+            None => async_ffi::FfiFuture::new(async {
+                RResult::RErr(AbiError::new(error_code::NOT_IMPLEMENTED, "this host has no HTTP client for apps"))
+            }),
+        }
     }
 }
 
@@ -164,6 +178,8 @@ pub struct ModuleHost {
     waiting_on_client: parking_lot::Mutex<HashSet<u64>>,
     events: broadcast::Sender<HostEvent>,
     relays: Arc<RelayRoutes>,
+    /// The client every instance's `http_post` sends with (so a swap keeps its connections).
+    http: Option<AppHttp>,
     next_call_id: AtomicU64,
 }
 
@@ -211,7 +227,10 @@ impl ModuleHost {
         let (events, _) = broadcast::channel(1024);
         let relays = Arc::new(RelayRoutes::default());
         let summary = loaded.summary();
-        let instance = new_instance(&loaded, config, &events, &relays)?;
+        // Created on the host's runtime (see `serve::create_module`); without it the module
+        // sends its requests to apps itself.
+        let http = AppHttp::on_current_runtime().inspect_err(|e| tracing::warn!("{e}; the module sends its requests to HTTP apps itself")).ok();
+        let instance = new_instance(&loaded, config, &events, &relays, &http)?;
         Ok(Arc::new(ModuleHost {
             active: parking_lot::RwLock::new(Arc::new(Active { instance, summary })),
             gate: Arc::new(tokio::sync::RwLock::new(())),
@@ -222,6 +241,7 @@ impl ModuleHost {
             waiting_on_client: parking_lot::Mutex::new(HashSet::new()),
             events,
             relays,
+            http,
             next_call_id: AtomicU64::new(1),
         }))
     }
@@ -448,7 +468,7 @@ impl ModuleHost {
         let summary = loaded.summary();
         *to = serde_json::to_value(&summary).unwrap_or(Value::Null);
         tracing::info!("Module swap: {} {} → {} {} ({})", self.summary().name, self.summary().version, summary.name, summary.version, summary.path);
-        let instance = new_instance(&loaded, config, &self.events, &self.relays)
+        let instance = new_instance(&loaded, config, &self.events, &self.relays, &self.http)
             .map_err(|error| SwapError::Create { path: summary.path.clone(), error })?;
         let fresh = Arc::new(Active { instance, summary });
 
@@ -508,8 +528,10 @@ fn new_instance(
     config: ModuleConfig,
     events: &broadcast::Sender<HostEvent>,
     relays: &Arc<RelayRoutes>,
+    http: &Option<AppHttp>,
 ) -> Result<ModuleInstanceBox, AbiError> {
-    let sink = HostSink_TO::from_value(GatewaySink { events: events.clone(), relays: relays.clone() }, TD_Opaque);
+    let sink = GatewaySink { events: events.clone(), relays: relays.clone(), http: http.clone() };
+    let sink = HostSink_TO::from_value(sink, TD_Opaque);
     (loaded.root.create())(config, sink).into_result()
 }
 

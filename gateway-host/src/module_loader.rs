@@ -26,8 +26,8 @@ use host_abi::{McpAppModule_Ref, ModuleConfigExtra, ModuleInfo, ModuleInfoExtra,
 use serde::Serialize;
 
 /// The optional methods (`host_abi::capability` names) this gateway implements on its side of the
-/// boundary (`HostSink`), declared to the module in `ModuleConfig::extra_json`. None in ABI 1.0.
-pub const HOST_CAPABILITIES: &[&str] = &[];
+/// boundary (`HostSink`), declared to the module in `ModuleConfig::extra_json`.
+pub const HOST_CAPABILITIES: &[&str] = &[host_abi::capability::HOST_SINK_HTTP_POST];
 
 /// How a loaded module's ABI minor version relates to this host's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

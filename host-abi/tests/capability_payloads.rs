@@ -47,8 +47,10 @@ fn module_config_extra_round_trips() {
 }
 
 #[test]
-fn abi_1_0_declares_no_optional_methods_and_its_major_is_the_interface_major() {
-    assert!(host_abi::capability::ALL.is_empty());
+fn abi_1_1_declares_the_hosts_http_post_and_its_major_is_the_interface_major() {
+    // ABI 1.0 had no optional methods; 1.1 appended `HostSink::http_post`.
+    assert_eq!(host_abi::capability::ALL, &["HostSink::http_post"]);
+    assert!(host_abi::INTERFACE_VERSION.starts_with("1.1."), "{}", host_abi::INTERFACE_VERSION);
     let major: u32 = host_abi::INTERFACE_VERSION.split('.').next().unwrap().parse().unwrap();
     assert_eq!(major, host_abi::ABI_VERSION);
 }

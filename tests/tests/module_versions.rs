@@ -237,7 +237,7 @@ fn a_newer_minor_module_loads_in_todays_gateway_and_serves() {
     assert!(gateway.find_log(&newer).is_some(), "expected '{newer}' in\n{}", gateway.logs());
 
     // The module sees what the gateway declared, and does not call what it lacks.
-    let declared = format!("the host declares host-abi \"{}\" and capabilities []", interface_version());
+    let declared = format!("the host declares host-abi \"{}\" and capabilities [\"HostSink::http_post\"]", interface_version());
     assert!(gateway.wait_for_log(&declared, Duration::from_secs(10)), "expected '{declared}' in\n{}", gateway.logs());
     let gated = "the host does not declare HostSink::notice; not calling it";
     assert!(gateway.find_log(gated).is_some(), "expected '{gated}' in\n{}", gateway.logs());

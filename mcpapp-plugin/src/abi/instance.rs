@@ -27,6 +27,7 @@ use crate::abi::runtime::{ready_err, ModuleRuntime, Placement, ShutdownError, Ta
 use crate::apps::config::{McpAppsConfig, McpCompatibility};
 use crate::apps::registry::Registry;
 use crate::apps::watcher::ManifestWatcher;
+use crate::upstream::http_sender::HttpSender;
 use crate::upstream::app_server::{AppContext, AppServer};
 use crate::upstream::relay::Relays;
 
@@ -119,6 +120,8 @@ impl Instance {
             .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot start the module's runtime: {e}")))?;
         let relays = Arc::new(Relays::default());
         let faults = Faults::from_config(&config_value);
+        let declared = host_abi::ModuleConfigExtra::from_json(config.extra_json.as_str());
+        let host_http = HttpSender::host_if_offered(&host, &declared);
         let ctx = Arc::new(AppContext {
             tasks: runtime.tasks().clone(),
             faults: faults.clone(),
@@ -127,6 +130,7 @@ impl Instance {
             relaxed_schema: compatibility.allow_relaxed_input_schema_validation,
             force_legacy_initialize: compatibility.force_legacy_initialize,
             host_version: config.host_version.to_string(),
+            host_http,
         });
         let watch_paths = apps_config.discovery_paths.clone();
         let watch = apps_config.enabled;
@@ -190,6 +194,16 @@ impl Instance {
             },
             ready_err,
         )
+    }
+
+    /// Where a call to `app_id` runs: on the host's worker when it waits only on requests the
+    /// host sends (an HTTP app, `upstream/http_sender.rs`), so that it never changes threads;
+    /// else as a task of the module's, where its app's answers arrive.
+    fn placement_of_call(&self, app_id: &str) -> Placement {
+        match self.core.registry.app(app_id) {
+            Some(app) if app.calls_run_on_host() => Placement::Inline,
+            _ => Placement::Spawned,
+        }
     }
 
     /// Stops the apps and ends the runtime on a thread of its own; the receiver fires when done.
@@ -307,7 +321,8 @@ impl ModuleInstance for Instance {
 
     fn call_tool(&self, request: ToolCallRequest) -> AbiFuture<ToolCallOutcome> {
         let call_id = request.call_id;
-        self.call("call_tool", Placement::Spawned, call_id, move |core, cancel| async move {
+        let placement = self.placement_of_call(request.app_id.as_str());
+        self.call("call_tool", placement, call_id, move |core, cancel| async move {
             let app = core.app(request.app_id.as_str())?;
             let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
             let relay =
@@ -326,7 +341,8 @@ impl ModuleInstance for Instance {
 
     fn forward(&self, request: ForwardRequest) -> AbiFuture<ForwardResponse> {
         let call_id = request.call_id;
-        self.call("forward", Placement::Spawned, call_id, move |core, cancel| async move {
+        let placement = self.placement_of_call(request.app_id.as_str());
+        self.call("forward", placement, call_id, move |core, cancel| async move {
             let response =
                 crate::bridge::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await;
             Ok(ForwardResponse {

@@ -21,6 +21,8 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use host_abi::HostSinkBox;
+
 use crate::abi::containment::panic_message;
 use crate::abi::events::EventSink;
 use crate::abi::faults::{Faults, Site};
@@ -61,6 +63,8 @@ pub struct AppContext {
     pub relaxed_schema: bool,
     pub force_legacy_initialize: bool,
     pub host_version: String,
+    /// The host, if it sends HTTP apps' requests for the module (`http_sender.rs`).
+    pub host_http: Option<Arc<HostSinkBox>>,
 }
 
 /// Why a call to an app did not produce an answer.
@@ -204,6 +208,11 @@ impl AppServer {
         self.live.read().clone()
     }
 
+    /// Whether a call to it is best run on the host's worker (see [`Session::calls_run_on_host`]).
+    pub fn calls_run_on_host(&self) -> bool {
+        self.live.read().as_ref().is_some_and(|live| live.session.calls_run_on_host())
+    }
+
     pub fn catalog(&self) -> Option<Arc<Catalog>> {
         self.live().map(|l| l.catalog.read().clone())
     }
@@ -333,7 +342,7 @@ impl AppServer {
                     wait_for_port(&self.key, &url, p).await?;
                 }
                 let (service, http_relay) = loop {
-                    match session::connect_http(&url, &manifest.headers, handler(), lifecycle.clone(), &self.ctx.tasks).await {
+                    match session::connect_http(&url, &manifest.headers, handler(), lifecycle.clone(), &self.ctx.tasks, self.ctx.host_http.clone()).await {
                         Ok(connected) => break connected,
                         Err(e) => {
                             let Some(p) = process.as_mut() else { return Err(e) };

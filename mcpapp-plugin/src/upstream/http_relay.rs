@@ -21,7 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::{FutureExt as _, StreamExt as _};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use parking_lot::RwLock;
 use rmcp::model::{ClientJsonRpcMessage, RequestId};
@@ -31,7 +30,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use serde_json::{json, Value};
 
-use crate::abi::runtime::Tasks;
+use crate::upstream::http_sender::{Answer, Body, HttpSender};
 use crate::upstream::short_way::{cancelled_notification, is_response_to, response_outcome, tools_call_request, CallContext, Relayed};
 use crate::upstream::session::UpstreamError;
 
@@ -60,7 +59,7 @@ impl RecordingClient {
     /// a 2026-07-28 message (its revision in `MCP-Protocol-Version`). Only a change is written.
     fn record(&self, session_id: Option<&Arc<str>>, headers: &HashMap<HeaderName, HeaderValue>) {
         let version = headers.get(&HeaderName::from_static("mcp-protocol-version"));
-        if session_id.is_none() && !version.is_some_and(|v| v.as_bytes() >= MODERN.as_bytes()) {
+        if session_id.is_none() && version.is_none_or(|v| v.as_bytes() < MODERN.as_bytes()) {
             return;
         }
         if self.seen.read().as_ref().is_some_and(|seen| seen.session_id.as_ref() == session_id) {
@@ -165,26 +164,30 @@ impl StreamableHttpClient for RecordingClient {
 /// The short way to one app (see the module docs).
 pub struct HttpRelay {
     url: reqwest::Url,
-    client: reqwest::Client,
+    /// Sends its requests: the host, or the module's own client (`http_sender.rs`).
+    sender: HttpSender,
     seen: Arc<RwLock<Option<Seen>>>,
     /// Ids of the short way's requests are strings (`gw-1`, …), so they never meet rmcp's numbers
     /// on the same session.
     next_id: AtomicU64,
     max_message_bytes: usize,
-    /// Where the end of an answered response stream is waited for ([`Self::finish`]).
-    tasks: Tasks,
 }
 
 impl HttpRelay {
     /// A short way for the session whose HTTP client is [`Self::client_for_rmcp`]'s.
-    pub fn new(url: &str, client: reqwest::Client, max_message_bytes: usize, tasks: Tasks) -> Option<HttpRelay> {
+    pub fn new(url: &str, sender: HttpSender, max_message_bytes: usize) -> Option<HttpRelay> {
         let url = reqwest::Url::parse(url).ok()?;
-        Some(HttpRelay { url, client, seen: Arc::default(), next_id: AtomicU64::new(1), max_message_bytes, tasks })
+        Some(HttpRelay { url, sender, seen: Arc::default(), next_id: AtomicU64::new(1), max_message_bytes })
     }
 
-    /// The client rmcp's transport is given: the same connection pool, noting the session.
+    /// The client rmcp's transport is given: the module's own, noting the session.
     pub fn client_for_rmcp(&self) -> RecordingClient {
-        RecordingClient { inner: self.client.clone(), seen: self.seen.clone() }
+        RecordingClient { inner: self.sender.own_client().clone(), seen: self.seen.clone() }
+    }
+
+    /// Whether its requests go through the host (see [`HttpSender::runs_on_host`]).
+    pub fn runs_on_host(&self) -> bool {
+        self.sender.runs_on_host()
     }
 
     /// Sends one `tools/call` with `params` (see the module docs for what is taken).
@@ -242,41 +245,35 @@ impl HttpRelay {
         }
     }
 
-    fn post(&self, session_id: Option<&str>, headers: &HeaderMap, body: &Value) -> reqwest::RequestBuilder {
-        let post = self
-            .client
-            .post(self.url.clone())
-            .headers(headers.clone())
-            .header(http::header::ACCEPT, "text/event-stream, application/json");
-        match session_id {
-            Some(id) => post.header("mcp-session-id", id),
-            None => post,
+    /// POSTs `body` on the session, with its headers.
+    async fn post(&self, session_id: Option<&str>, headers: &HeaderMap, body: &Value) -> Result<Answer, String> {
+        let mut headers = headers.clone();
+        headers.insert(http::header::ACCEPT, HeaderValue::from_static("text/event-stream, application/json"));
+        headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(id) = session_id {
+            let id = HeaderValue::from_str(id).map_err(|_| "the session id is not a valid header value".to_string())?;
+            headers.insert(HeaderName::from_static("mcp-session-id"), id);
         }
-        .json(body)
+        let body = serde_json::to_vec(body).map_err(|e| format!("cannot write the request: {e}"))?;
+        self.sender.post(&self.url, headers, &body).await
     }
 
     /// The request and its answer, with whatever the app sends for it meanwhile.
     async fn exchange(&self, session_id: Option<&str>, headers: &HeaderMap, id: &str, body: &Value, call: &CallContext<'_>) -> Exchange {
         let failed = |e: String| Exchange::Answer(Err(UpstreamError::Transport(e)));
-        let response = match self.post(session_id, headers, body).send().await {
-            Ok(r) => r,
-            Err(e) => return failed(format!("cannot send the request: {e}")),
+        let Answer { status, content_type, body: mut answer } = match self.post(session_id, headers, body).await {
+            Ok(answer) => answer,
+            Err(e) => return failed(e),
         };
-        let status = response.status();
-        if status == reqwest::StatusCode::NOT_FOUND && session_id.is_some() {
+        if status == 404 && session_id.is_some() {
             return Exchange::SessionGone;
         }
-        if !status.is_success() {
-            return failed(format!("the app answered HTTP {status}"));
+        if !(200..300).contains(&status) {
+            let reason = http::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or_default();
+            return failed(format!("the app answered HTTP {status} {reason}").trim_end().to_string());
         }
-        let content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_ascii_lowercase();
         if content_type.starts_with("application/json") {
-            let bytes = match read_bounded(response, self.max_message_bytes).await {
+            let bytes = match read_bounded(&mut answer, self.max_message_bytes).await {
                 Ok(b) => b,
                 Err(e) => return failed(e),
             };
@@ -292,7 +289,7 @@ impl HttpRelay {
         if !content_type.starts_with("text/event-stream") {
             return failed(format!("the app answered with content type '{content_type}'"));
         }
-        let mut events = SseReader::new(response.bytes_stream().boxed(), self.max_message_bytes);
+        let mut events = SseReader::new(answer, self.max_message_bytes);
         let mut resumed = 0;
         loop {
             match events.next_data().await {
@@ -302,7 +299,8 @@ impl HttpRelay {
                         continue;
                     };
                     if let Some(answer) = self.take(message, id, session_id, headers, call).await {
-                        self.finish(events.stream);
+                        // The rest of the stream is read to its end as the body is dropped
+                        // (`http_sender.rs`), so that its connection is reused.
                         return Exchange::Answer(answer);
                     }
                 }
@@ -323,9 +321,10 @@ impl HttpRelay {
         }
     }
 
-    /// Re-opens an ended response stream after its event `last_id`.
-    async fn resume(&self, session_id: Option<&str>, headers: &HeaderMap, last_id: &str) -> Result<BodyStream, String> {
-        let mut get = self.client.get(self.url.clone()).headers(without_per_message(headers));
+    /// Re-opens an ended response stream after its event `last_id` (rare: sent by the module's
+    /// own client).
+    async fn resume(&self, session_id: Option<&str>, headers: &HeaderMap, last_id: &str) -> Result<Body, String> {
+        let mut get = self.sender.own_client().get(self.url.clone()).headers(without_per_message(headers));
         if let Some(id) = session_id {
             get = get.header("mcp-session-id", id);
         }
@@ -338,33 +337,7 @@ impl HttpRelay {
         if !response.status().is_success() {
             return Err(format!("resuming it was answered HTTP {}", response.status()));
         }
-        Ok(response.bytes_stream().boxed())
-    }
-
-    /// Reads an answered response stream to its end, so that its connection goes back to the
-    /// pool: a body dropped before its last chunk closes the connection, and the next call opens
-    /// a new one. Measured at 1 concurrent (`bench proxy`): about one call in ten, whenever the
-    /// app's closing chunk came in a TCP segment of its own after the response. A stream already
-    /// ended is let go at once; otherwise (nearly always: hyper's connection task decodes the
-    /// closing chunk only after handing over the data) a task waits for the end, off the call's
-    /// path and briefly (an app that keeps the stream open loses the connection, as before). Nothing the app sends
-    /// after the response belongs to the call: it is discarded.
-    fn finish(&self, mut rest: BodyStream) {
-        loop {
-            match rest.next().now_or_never() {
-                Some(Some(Ok(_))) => continue,
-                Some(Some(Err(_)) | None) => return,
-                None => break,
-            }
-        }
-        self.tasks.spawn("reading the end of an app's answer", async move {
-            let drained = tokio::time::timeout(END_OF_ANSWER_WAIT, async {
-                while let Some(Ok(_)) = rest.next().await {}
-            });
-            if drained.await.is_err() {
-                tracing::debug!("an app kept a response stream open after the response: its connection is closed");
-            }
-        });
+        Ok(self.sender.own_answer(response).body)
     }
 
     /// Handles one message of the app's answer: the response (returned), a notification, or a
@@ -390,7 +363,7 @@ impl HttpRelay {
                     Ok(result) => json!({ "jsonrpc": "2.0", "id": request_id, "result": result }),
                     Err(error) => json!({ "jsonrpc": "2.0", "id": request_id, "error": error }),
                 };
-                if let Err(e) = self.post(session_id, &without_per_message(headers), &reply).send().await {
+                if let Err(e) = self.post(session_id, &without_per_message(headers), &reply).await {
                     tracing::debug!("could not answer the app's {method}: {e}");
                 }
             }
@@ -405,7 +378,7 @@ impl HttpRelay {
     async fn tell_cancelled(&self, session_id: Option<&str>, headers: &HeaderMap, id: &str, reason: &str) {
         let Some(session_id) = session_id else { return };
         let notification = cancelled_notification(id, reason);
-        let sent = tokio::time::timeout(Duration::from_secs(5), self.post(Some(session_id), &without_per_message(headers), &notification).send()).await;
+        let sent = tokio::time::timeout(Duration::from_secs(5), self.post(Some(session_id), &without_per_message(headers), &notification)).await;
         if !matches!(sent, Ok(Ok(_))) {
             tracing::debug!("could not tell the app about a cancelled tools/call");
         }
@@ -428,20 +401,14 @@ fn without_per_message(headers: &HeaderMap) -> HeaderMap {
 /// How often one response stream is resumed at most.
 const MAX_RESUMES: usize = 5;
 
-/// How long the end of an answered response stream is waited for ([`HttpRelay::finish`]).
-const END_OF_ANSWER_WAIT: Duration = Duration::from_secs(2);
-
-type BodyStream = futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>;
-
 enum Exchange {
     Answer(Result<Value, UpstreamError>),
     SessionGone,
 }
 
-async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>, String> {
+async fn read_bounded(answer: &mut Body, max: usize) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
-    let mut chunks = response.bytes_stream();
-    while let Some(chunk) = chunks.next().await {
+    while let Some(chunk) = answer.next_chunk().await {
         let chunk = chunk.map_err(|e| format!("reading the app's answer failed: {e}"))?;
         if body.len() + chunk.len() > max {
             return Err(format!("the app's answer is larger than {max} bytes"));
@@ -453,21 +420,16 @@ async fn read_bounded(response: reqwest::Response, max: usize) -> Result<Vec<u8>
 
 /// The `data` of each event of a server-sent event stream, one event at a time, none larger
 /// than the message cap.
-struct SseReader<S> {
-    stream: S,
+struct SseReader {
+    stream: Body,
     buffer: Vec<u8>,
     max: usize,
     /// The id of the last event that had one (to resume the stream after).
     last_id: Option<String>,
 }
 
-impl<S, B, E> SseReader<S>
-where
-    S: futures::Stream<Item = Result<B, E>> + Unpin,
-    B: AsRef<[u8]>,
-    E: std::fmt::Display,
-{
-    fn new(stream: S, max: usize) -> Self {
+impl SseReader {
+    fn new(stream: Body, max: usize) -> Self {
         SseReader { stream, buffer: Vec::new(), max, last_id: None }
     }
 
@@ -487,8 +449,8 @@ where
             if self.buffer.len() > self.max {
                 return Err(format!("an event of the app's stream is larger than {} bytes", self.max));
             }
-            match self.stream.next().await {
-                Some(Ok(chunk)) => self.buffer.extend_from_slice(chunk.as_ref()),
+            match self.stream.next_chunk().await {
+                Some(Ok(chunk)) => self.buffer.extend_from_slice(&chunk),
                 Some(Err(e)) => return Err(format!("the app's response stream failed: {e}")),
                 None => {
                     let rest = std::mem::take(&mut self.buffer);
@@ -543,9 +505,14 @@ fn parse_event(event: &[u8]) -> (Option<String>, Option<String>) {
 mod tests {
     use super::*;
 
+    /// A body made of `chunks`.
+    fn body_of(chunks: &[&'static str]) -> Body {
+        let chunks: Vec<Result<Vec<u8>, String>> = chunks.iter().map(|c| Ok(c.as_bytes().to_vec())).collect();
+        Body::Own { stream: Some(futures::StreamExt::boxed(futures::stream::iter(chunks))), tasks: None }
+    }
+
     fn read_all(chunks: Vec<&'static str>, max: usize) -> Result<Vec<String>, String> {
-        let stream = futures::stream::iter(chunks.into_iter().map(|c| Ok::<_, std::io::Error>(c.as_bytes().to_vec())));
-        let mut reader = SseReader::new(Box::pin(stream), max);
+        let mut reader = SseReader::new(body_of(&chunks), max);
         futures::executor::block_on(async {
             let mut out = Vec::new();
             while let Some(data) = reader.next_data().await? {
@@ -568,8 +535,7 @@ mod tests {
 
     #[test]
     fn the_last_event_id_is_kept_for_resuming() {
-        let stream = futures::stream::iter(["id: a\ndata: 1\n\nid: b\nretry: 10\n\n: note\n\n"].map(|c| Ok::<_, std::io::Error>(c.as_bytes().to_vec())));
-        let mut reader = SseReader::new(Box::pin(stream), 1024);
+        let mut reader = SseReader::new(body_of(&["id: a\ndata: 1\n\nid: b\nretry: 10\n\n: note\n\n"]), 1024);
         futures::executor::block_on(async {
             assert_eq!(reader.next_data().await.unwrap().as_deref(), Some("1"));
             assert_eq!(reader.next_data().await.unwrap(), None);

@@ -9,6 +9,7 @@
 pub mod app_server;
 pub mod catalog;
 pub mod http_relay;
+pub mod http_sender;
 pub mod ordering;
 pub mod process;
 pub mod relay;

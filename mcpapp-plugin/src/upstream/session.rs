@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use host_abi::jsonrpc;
+use host_abi::{jsonrpc, HostSinkBox};
 // Sampling and roots are deprecated by SEP-2577, but apps of every revision the gateway speaks
 // still use them, and the gateway relays them faithfully.
 #[allow(deprecated)]
@@ -33,6 +33,7 @@ use crate::abi::events::EventSink;
 use crate::apps::manifest::Manifest;
 use crate::abi::runtime::Tasks;
 use crate::upstream::http_relay::HttpRelay;
+use crate::upstream::http_sender::HttpSender;
 use crate::upstream::short_way::{CallContext, Envelope, Relayed, ShortWay};
 use crate::upstream::stdio_relay::{self, StdioRelay};
 use crate::upstream::ordering::{OrderGate, Seq, Sequenced};
@@ -346,6 +347,12 @@ pub struct Session {
 }
 
 impl Session {
+    /// Whether its tool calls wait only on requests the host sends (`http_sender.rs`), so are
+    /// best run on the host's worker.
+    pub fn calls_run_on_host(&self) -> bool {
+        matches!(&self.short_way, Some(ShortWay::Http(relay)) if relay.runs_on_host())
+    }
+
     /// A session rmcp opened; `short_way`, the short way of its tool calls. The session's end
     /// ([`SessionEnd`]) goes to whoever watches it: the app's supervisor.
     pub fn new(
@@ -607,6 +614,7 @@ pub async fn connect_http(
     handler: UpstreamHandler,
     lifecycle: ClientLifecycleMode,
     tasks: &Tasks,
+    host: Option<Arc<HostSinkBox>>,
 ) -> Result<(RunningService<RoleClient, UpstreamHandler>, Option<HttpRelay>), UpstreamError> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
@@ -622,7 +630,7 @@ pub async fn connect_http(
         .max_sse_event_size(MAX_JSON_RESPONSE_BYTES)
         .reinit_on_expired_session(true);
     let client = upstream_http_client()?;
-    let short = HttpRelay::new(url, client.clone(), MAX_JSON_RESPONSE_BYTES, tasks.clone());
+    let short = HttpRelay::new(url, HttpSender::new(client.clone(), host, tasks.clone()), MAX_JSON_RESPONSE_BYTES);
     let service = match &short {
         Some(short) => handler.serve_with_lifecycle(Sequenced::new(StreamableHttpClientTransport::with_client(short.client_for_rmcp(), config)), lifecycle).await,
         None => handler.serve_with_lifecycle(Sequenced::new(StreamableHttpClientTransport::with_client(client, config)), lifecycle).await,

@@ -1,0 +1,330 @@
+//! The host's HTTP client for the module's requests to HTTP apps ([`HostSink::http_post`], ABI 1.1).
+//!
+//! A module library carries its own copy of tokio, so the sockets it opens are driven by its own
+//! runtime's thread: a proxied call to an HTTP app went from the host's worker to the module's
+//! worker, which spoke to the app, and back — two thread wake-ups per call, and waking threads
+//! was most of the gateway's CPU per call (`bench proxy`, issue 15). Sent from here, the
+//! request's connection is the host runtime's, and a call the module runs on the host's worker
+//! (its tool calls to HTTP apps, when the host offers this) never leaves that runtime.
+//!
+//! What is sent is the module's business (its short way of a tool call, with the session's
+//! headers); this only carries bytes. Like the module's own client for apps: connections kept
+//! for reuse, `TCP_NODELAY`, no redirects followed (a manifest names the endpoint exactly, and a
+//! redirect would replay the app's headers elsewhere), no timeout of its own (the module times
+//! its calls).
+//!
+//! [`HostSink::http_post`]: host_abi::HostSink::http_post
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RNone, ROption, RResult, RSome, RVec, Tuple2};
+use async_ffi::FutureExt as _;
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use futures::{FutureExt as _, StreamExt as _};
+use host_abi::{error_code, AbiError, AbiFuture, HttpAnswer, HttpBody, HttpBody_TO, HttpPost};
+use parking_lot::Mutex;
+use tokio::runtime::Handle;
+
+/// How long the end of an answer dropped before it is waited for, so that its connection can be
+/// reused (an app that keeps it open longer loses the connection).
+const END_OF_ANSWER_WAIT: Duration = Duration::from_secs(2);
+
+/// Sends the module's requests on the host's runtime.
+#[derive(Clone)]
+pub struct AppHttp {
+    client: reqwest::Client,
+    runtime: Handle,
+}
+
+impl AppHttp {
+    /// A client on the runtime the caller runs on.
+    pub fn on_current_runtime() -> Result<AppHttp, String> {
+        let runtime = Handle::try_current().map_err(|e| format!("no host runtime to send apps' requests on: {e}"))?;
+        let client = reqwest::Client::builder()
+            .tcp_nodelay(true)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client for apps: {e}"))?;
+        Ok(AppHttp { client, runtime })
+    }
+
+    /// [`host_abi::HostSink::http_post`]: the answer's head once it arrives, its body to read.
+    pub fn post(&self, post: HttpPost) -> AbiFuture<HttpAnswer> {
+        let (client, runtime) = (self.client.clone(), self.runtime.clone());
+        on_host(&self.runtime, async move {
+            let mut request = client.post(post.url.as_str()).body(post.body.into_vec());
+            for Tuple2(name, value) in post.headers {
+                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| invalid(format!("'{name}' is not a valid header name")))?;
+                let value = reqwest::header::HeaderValue::from_bytes(&value)
+                    .map_err(|_| invalid(format!("the value of header '{name}' is not valid")))?;
+                request = request.header(name, value);
+            }
+            let response = request.send().await.map_err(|e| AbiError::new(error_code::UPSTREAM, error_chain(&e)))?;
+            let content_type =
+                response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().into();
+            let status = response.status().as_u16();
+            let body = Body { runtime, state: Arc::new(Mutex::new(Reading::Open(response.bytes_stream().boxed()))) };
+            Ok(HttpAnswer { status, content_type, body: HttpBody_TO::from_value(body, TD_Opaque) })
+        })
+    }
+}
+
+fn invalid(message: String) -> AbiError {
+    AbiError::new(error_code::INVALID_ARGUMENT, message)
+}
+
+/// reqwest's message with its causes (its own says only "error sending request for url").
+fn error_chain(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+/// A future that enters the host's runtime on every poll: the module may poll it from one of its
+/// own threads, where the host's copy of tokio has no context (reqwest spawns the connection's
+/// task, and registers its socket, on the runtime it finds).
+struct OnHost<T> {
+    runtime: Handle,
+    work: Pin<Box<dyn Future<Output = Result<T, AbiError>> + Send>>,
+}
+
+/// `work` as a future for the module, entering `runtime` on every poll.
+fn on_host<T: Send + 'static>(runtime: &Handle, work: impl Future<Output = Result<T, AbiError>> + Send + 'static) -> AbiFuture<T> {
+    OnHost { runtime: runtime.clone(), work: Box::pin(work) }.into_ffi()
+}
+
+impl<T> Future for OnHost<T> {
+    type Output = RResult<T, AbiError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let _context = self.runtime.enter();
+        self.work.as_mut().poll(cx).map(RResult::from)
+    }
+}
+
+/// Where the reading of a body stands.
+enum Reading {
+    Open(BoxStream<'static, reqwest::Result<Bytes>>),
+    /// A chunk is being read (the stream is with that read).
+    Busy,
+    Ended,
+}
+
+/// An answer's body ([`HttpBody`]).
+struct Body {
+    runtime: Handle,
+    state: Arc<Mutex<Reading>>,
+}
+
+impl HttpBody for Body {
+    fn next_chunk(&self) -> AbiFuture<ROption<RVec<u8>>> {
+        let state = self.state.clone();
+        on_host(&self.runtime, async move {
+            let taken = std::mem::replace(&mut *state.lock(), Reading::Busy);
+            let mut stream = match taken {
+                Reading::Open(stream) => stream,
+                Reading::Ended => {
+                    *state.lock() = Reading::Ended;
+                    return Ok(RNone);
+                }
+                Reading::Busy => return Err(AbiError::new(error_code::INTERNAL, "the body is already being read")),
+            };
+            match stream.next().await {
+                Some(Ok(chunk)) => {
+                    *state.lock() = Reading::Open(stream);
+                    Ok(RSome(RVec::from(Vec::from(chunk))))
+                }
+                Some(Err(e)) => {
+                    *state.lock() = Reading::Ended;
+                    Err(AbiError::new(error_code::UPSTREAM, format!("reading the app's answer failed: {}", error_chain(&e))))
+                }
+                None => {
+                    *state.lock() = Reading::Ended;
+                    Ok(RNone)
+                }
+            }
+        })
+    }
+}
+
+impl Drop for Body {
+    /// Reads what is left of a body dropped before its end, so that its connection goes back to
+    /// the pool (hyper closes a connection whose answer was not read to the end): at once if it
+    /// is already there, else in a task of the host's, briefly. Nothing read is used.
+    fn drop(&mut self) {
+        let Reading::Open(mut rest) = std::mem::replace(&mut *self.state.lock(), Reading::Ended) else { return };
+        let _context = self.runtime.enter();
+        loop {
+            match rest.next().now_or_never() {
+                Some(Some(Ok(_))) => continue,
+                Some(Some(Err(_)) | None) => return,
+                None => break,
+            }
+        }
+        self.runtime.spawn(async move {
+            let drained = tokio::time::timeout(END_OF_ANSWER_WAIT, async { while let Some(Ok(_)) = rest.next().await {} });
+            if drained.await.is_err() {
+                tracing::debug!("an app kept an answer open after the module stopped reading it: its connection is closed");
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use abi_stable::std_types::RString;
+    use host_abi::HttpBodyBox;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// An HTTP/1.1 server answering every POST with a chunked event stream of two events, the
+    /// second 50 ms after the first; it counts its connections and keeps the requests it read.
+    async fn server() -> (String, Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let (connections, requests) = (Arc::new(AtomicUsize::new(0)), Arc::new(Mutex::new(Vec::new())));
+        let (counted, kept) = (connections.clone(), requests.clone());
+        tokio::spawn(async move {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                counted.fetch_add(1, Ordering::SeqCst);
+                let kept = kept.clone();
+                tokio::spawn(async move {
+                    let mut buffer = Vec::new();
+                    loop {
+                        let head_end = loop {
+                            if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break end + 4;
+                            }
+                            let mut chunk = [0u8; 4096];
+                            match socket.read(&mut chunk).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+                            }
+                        };
+                        let head = String::from_utf8_lossy(&buffer[..head_end]).to_string();
+                        let length = head
+                            .lines()
+                            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap()))
+                            .unwrap_or(0);
+                        while buffer.len() < head_end + length {
+                            let mut chunk = [0u8; 4096];
+                            let n = socket.read(&mut chunk).await.unwrap();
+                            buffer.extend_from_slice(&chunk[..n]);
+                        }
+                        let body = String::from_utf8_lossy(&buffer[head_end..head_end + length]).to_string();
+                        kept.lock().push(format!("{head}{body}"));
+                        buffer.drain(..head_end + length);
+                        let first = "data: 1\n\n";
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n",
+                            first.len()
+                        );
+                        socket.write_all(head.as_bytes()).await.unwrap();
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        let second = "data: 2\n\n";
+                        socket.write_all(format!("{:x}\r\n{second}\r\n0\r\n\r\n", second.len()).as_bytes()).await.unwrap();
+                    }
+                });
+            }
+        });
+        (url, connections, requests)
+    }
+
+    fn post(url: &str, headers: &[(&str, &[u8])], body: &str) -> HttpPost {
+        HttpPost {
+            url: url.into(),
+            headers: headers.iter().map(|(n, v)| Tuple2(RString::from(*n), RVec::from(v.to_vec()))).collect(),
+            body: RVec::from(body.as_bytes().to_vec()),
+        }
+    }
+
+    /// Reads a body to its end, as text.
+    async fn read_to_end(body: &HttpBodyBox) -> String {
+        let mut text = String::new();
+        while let RSome(chunk) = body.next_chunk().await.unwrap() {
+            text.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+        text
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_post_is_sent_as_given_and_its_answer_read_in_order() {
+        let (url, _, requests) = server().await;
+        let http = AppHttp::on_current_runtime().unwrap();
+        let headers: &[(&str, &[u8])] = &[("mcp-session-id", b"s-1"), ("x-app-key", b"\xff-not-utf8")];
+        let answer = http.post(post(&url, headers, r#"{"jsonrpc":"2.0"}"#)).await.unwrap();
+        assert_eq!((answer.status, answer.content_type.as_str()), (200, "text/event-stream"));
+        assert_eq!(read_to_end(&answer.body).await, "data: 1\n\ndata: 2\n\n");
+        assert_eq!(answer.body.next_chunk().await.unwrap(), RNone, "the end stays the end");
+        let request = requests.lock()[0].to_ascii_lowercase();
+        assert!(request.starts_with("post /mcp http/1.1"), "{request}");
+        assert!(request.contains("mcp-session-id: s-1") && request.ends_with(r#"{"jsonrpc":"2.0"}"#), "{request}");
+        // The server keeps requests as text (a byte that is not UTF-8 reads as U+FFFD): the
+        // value arrived with its byte, not dropped or rewritten.
+        assert!(request.contains("x-app-key: \u{fffd}-not-utf8\r\n"), "{request}");
+    }
+
+    /// A body dropped after its first chunk is read to its end by the host, so the next post
+    /// goes on the same connection.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_body_dropped_early_lets_its_connection_serve_the_next_post() {
+        let (url, connections, _) = server().await;
+        let http = AppHttp::on_current_runtime().unwrap();
+        for _ in 0..3 {
+            let answer = http.post(post(&url, &[], "{}")).await.unwrap();
+            assert_eq!(answer.body.next_chunk().await.unwrap(), RSome(RVec::from(b"data: 1\n\n".to_vec())));
+            drop(answer);
+            tokio::time::sleep(Duration::from_millis(150)).await;
+        }
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "one connection for three posts");
+    }
+
+    /// The module polls the host's futures from its own threads, where the host's tokio has no
+    /// context: they still run, on the host's runtime.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_post_polled_on_a_thread_without_the_hosts_runtime_runs() {
+        let (url, _, _) = server().await;
+        let http = AppHttp::on_current_runtime().unwrap();
+        let text = std::thread::spawn(move || {
+            futures::executor::block_on(async {
+                let answer = http.post(post(&url, &[], "{}")).await.unwrap();
+                read_to_end(&answer.body).await
+            })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(text, "data: 1\n\ndata: 2\n\n");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bad_requests_and_unreachable_apps_are_errors_naming_why() {
+        let http = AppHttp::on_current_runtime().unwrap();
+        let failure = |answer: RResult<HttpAnswer, AbiError>| answer.into_result().err().expect("an error");
+        let bad = failure(http.post(post("http://127.0.0.1:9/", &[("bad header", b"x")], "{}")).await);
+        assert_eq!(bad.code.as_str(), error_code::INVALID_ARGUMENT);
+        assert!(bad.message.contains("'bad header' is not a valid header name"), "{bad}");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let closed = format!("http://{}/", listener.local_addr().unwrap());
+        drop(listener);
+        let gone = failure(http.post(post(&closed, &[], "{}")).await);
+        assert_eq!(gone.code.as_str(), error_code::UPSTREAM);
+        assert!(gone.message.to_lowercase().contains("connect"), "the cause is named: {gone}");
+    }
+}
