@@ -178,13 +178,14 @@ mod tests {
 
     /// Answers each request on a connection (one read is one small request here) with a chunked
     /// event stream whose second event comes 50 ms after the first; counts connections.
-    async fn server(connections: Arc<AtomicUsize>) -> String {
+    async fn server(tasks: Tasks, connections: Arc<AtomicUsize>) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        tokio::spawn(async move {
+        let each = tasks.clone();
+        tasks.spawn("test server", async move {
             while let Ok((mut socket, _)) = listener.accept().await {
                 connections.fetch_add(1, Ordering::SeqCst);
-                tokio::spawn(async move {
+                each.spawn("test connection", async move {
                     let mut request = [0u8; 4096];
                     while matches!(socket.read(&mut request).await, Ok(n) if n > 0) {
                         let head = "HTTP/1.1 200 OK\r\ncontent-type: Text/Event-Stream\r\ntransfer-encoding: chunked\r\n\r\n9\r\ndata: 1\n\n\r\n";
@@ -208,9 +209,9 @@ mod tests {
         let counted = connections.clone();
         let sender_tasks = tasks.clone();
         let done = tasks.spawn_call("test", Default::default(), async move {
-            let sender = HttpSender::new(reqwest::Client::new(), None, sender_tasks);
+            let sender = HttpSender::new(reqwest::Client::new(), None, sender_tasks.clone());
             assert!(!sender.runs_on_host());
-            let url = reqwest::Url::parse(&server(counted).await).unwrap();
+            let url = reqwest::Url::parse(&server(sender_tasks, counted).await).unwrap();
             for round in 0..3 {
                 let mut answer = sender.post(&url, HeaderMap::new(), b"{}").await.unwrap();
                 assert_eq!((answer.status, answer.content_type.as_str()), (200, "text/event-stream"));
