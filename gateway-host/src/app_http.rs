@@ -60,7 +60,8 @@ impl AppHttp {
                 .build()
                 .map_err(|e| format!("cannot build the HTTP client for apps: {e}"))
         });
-        built.clone().map_err(|e| AbiError::new(error_code::INTERNAL, e))
+        // `not_implemented`: nothing was sent, and the module then sends with its own client.
+        built.clone().map_err(|e| AbiError::new(error_code::NOT_IMPLEMENTED, e))
     }
 
     /// [`host_abi::HostSink::http_post`]: the answer's head once it arrives, its body to read.

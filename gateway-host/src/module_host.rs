@@ -35,7 +35,8 @@ struct GatewaySink {
     events: broadcast::Sender<HostEvent>,
     /// Events of relayed calls go to the one call waiting for them, not to every subscriber.
     relays: Arc<RelayRoutes>,
-    /// Sends the module's requests to HTTP apps (`http_post`); `None` if it could not be built.
+    /// Sends the module's requests to HTTP apps (`http_post`); `None` without a host runtime to
+    /// send them on (the module then sends them itself).
     http: Option<AppHttp>,
 }
 

@@ -1,5 +1,6 @@
 //! The short way of a tool call to an HTTP app (see [`super::short_way`]): the request's JSON
-//! goes to the app on the session's own pooled connection, and its answer comes back as JSON.
+//! goes to the app on a pooled connection (the host's client when it sends the module's requests,
+//! else the module's own; see [`super::http_sender`]), and its answer comes back as JSON.
 //!
 //! It speaks for the session rmcp opened: [`RecordingClient`], the HTTP client rmcp's transport
 //! uses, notes the session id and the headers rmcp sends on it (the negotiated protocol version,
