@@ -59,6 +59,9 @@ pub struct ModuleSummary {
     pub name: String,
     pub version: String,
     pub abi_version: u32,
+    /// The `host-abi` version the module was built against (`MAJOR.MINOR.PATCH`): which
+    /// optional methods it can have.
+    pub interface_version: String,
     pub path: String,
 }
 
@@ -68,6 +71,7 @@ impl LoadedModule {
             name: self.info.name.to_string(),
             version: self.info.version.to_string(),
             abi_version: self.info.abi_version,
+            interface_version: self.info.interface_version.to_string(),
             path: self.path.display().to_string(),
         }
     }

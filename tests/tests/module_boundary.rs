@@ -49,6 +49,7 @@ fn serve_and_check_healthz(module: &Path, expected_version: &str) -> GatewayProc
     assert_eq!(body["module"]["name"], json!("mcpapp-plugin"), "/healthz: {body}");
     assert_eq!(body["module"]["version"], json!(expected_version), "/healthz: {body}");
     assert_eq!(body["module"]["abiVersion"], json!(1), "/healthz: {body}");
+    assert_eq!(body["module"]["interfaceVersion"], json!(interface_version()), "/healthz: {body}");
     assert_eq!(body["module"]["path"], json!(canonical(module)), "/healthz: {body}");
     gateway
 }
@@ -69,9 +70,10 @@ fn module_info_of_the_workspace_module_matches_its_crate() {
         assert_eq!(info["name"], json!("mcpapp-plugin"), "{info}");
         assert_eq!(info["version"], json!(expected_version), "{info}");
         assert_eq!(info["abiVersion"], json!(1), "{info}");
+        assert_eq!(info["interfaceVersion"], json!(interface_version()), "{info}");
         assert_eq!(info["path"], json!(canonical(&lib)), "{info}");
         let keys: Vec<&String> = info.as_object().unwrap().keys().collect();
-        assert_eq!(keys.len(), 4, "module-info prints exactly name, version, abiVersion, path: {info}");
+        assert_eq!(keys.len(), 5, "module-info prints exactly name, version, abiVersion, interfaceVersion, path: {info}");
     }
 }
 
@@ -175,8 +177,13 @@ fn a_module_speaking_another_abi_version_is_refused() {
 }
 
 /// `host-abi X.Y.Z` of the repository's interface crate, as refusals name it.
+/// The version of `host-abi` in this repository: the interface the workspace's host and module use.
+fn interface_version() -> String {
+    package_version(&repo_root().join("host-abi/Cargo.toml"))
+}
+
 fn todays_interface() -> String {
-    format!("host-abi {}", package_version(&repo_root().join("host-abi/Cargo.toml")))
+    format!("host-abi {}", interface_version())
 }
 
 #[test]

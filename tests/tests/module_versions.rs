@@ -227,6 +227,7 @@ fn a_newer_minor_module_loads_in_todays_gateway_and_serves() {
     let info = json_stdout(&run_gateway(&["module-info", "--module", module.to_str().unwrap()], &[]), "module-info");
     assert_eq!(info["name"], json!("altered-abi-module"), "{info}");
     assert_eq!(info["abiVersion"], json!(major), "{info}");
+    assert_eq!(info["interfaceVersion"], json!(format!("{major}.{}.0", minor + 1)), "{info}");
 
     let mut gateway = GatewayProcess::start_with(GatewayOptions { module: Some(module.clone()), ..Default::default() });
     let (status, body) = gateway.get_json("/healthz");
