@@ -15,6 +15,7 @@
 //!
 //! [`HostSink::http_post`]: host_abi::HostSink::http_post
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
@@ -35,12 +36,18 @@ use tokio::runtime::Handle;
 /// reused (an app that keeps it open longer loses the connection).
 const END_OF_ANSWER_WAIT: Duration = Duration::from_secs(2);
 
+/// How many apps' endpoints are kept parsed (see [`AppHttp::url`]); past it the cache starts afresh.
+const PARSED_URLS_MAX: usize = 256;
+
 /// Sends the module's requests on the host's runtime.
 #[derive(Clone)]
 pub struct AppHttp {
     /// Built at the first request: a gateway without HTTP apps never pays for it (building one
     /// loads the TLS roots: ~2 MiB more resident at start, `bench memory`).
     client: Arc<OnceLock<Result<reqwest::Client, String>>>,
+    /// The apps' endpoints, each parsed once: parsing runs IDNA over the host every time (~1 % of
+    /// the gateway's samples under `bench proxy`), and a gateway has few apps.
+    urls: Arc<Mutex<HashMap<String, reqwest::Url>>>,
     runtime: Handle,
 }
 
@@ -48,7 +55,7 @@ impl AppHttp {
     /// A client on the runtime the caller runs on.
     pub fn on_current_runtime() -> Result<AppHttp, String> {
         let runtime = Handle::try_current().map_err(|e| format!("no host runtime to send apps' requests on: {e}"))?;
-        Ok(AppHttp { client: Arc::default(), runtime })
+        Ok(AppHttp { client: Arc::default(), urls: Arc::default(), runtime })
     }
 
     fn client(&self) -> Result<reqwest::Client, AbiError> {
@@ -64,11 +71,25 @@ impl AppHttp {
         built.clone().map_err(|e| AbiError::new(error_code::NOT_IMPLEMENTED, e))
     }
 
+    /// `url` parsed, from the cache if it was parsed before.
+    fn url(&self, url: &str) -> Result<reqwest::Url, AbiError> {
+        let mut urls = self.urls.lock();
+        if let Some(parsed) = urls.get(url) {
+            return Ok(parsed.clone());
+        }
+        let parsed = reqwest::Url::parse(url).map_err(|e| invalid(format!("'{url}' is not a valid URL: {e}")))?;
+        if urls.len() >= PARSED_URLS_MAX {
+            urls.clear();
+        }
+        urls.insert(url.to_string(), parsed.clone());
+        Ok(parsed)
+    }
+
     /// [`host_abi::HostSink::http_post`]: the answer's head once it arrives, its body to read.
     pub fn post(&self, post: HttpPost) -> AbiFuture<HttpAnswer> {
         let http = self.clone();
         on_host(&self.runtime, async move {
-            let mut request = http.client()?.post(post.url.as_str()).body(post.body.into_vec());
+            let mut request = http.client()?.post(http.url(post.url.as_str())?).body(post.body.into_vec());
             for Tuple2(name, value) in post.headers {
                 let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                     .map_err(|_| invalid(format!("'{name}' is not a valid header name")))?;
@@ -329,6 +350,9 @@ mod tests {
         let bad = failure(http.post(post("http://127.0.0.1:9/", &[("bad header", b"x")], "{}")).await);
         assert_eq!(bad.code.as_str(), error_code::INVALID_ARGUMENT);
         assert!(bad.message.contains("'bad header' is not a valid header name"), "{bad}");
+        let unparsable = failure(http.post(post("http://[::1/mcp", &[], "{}")).await);
+        assert_eq!(unparsable.code.as_str(), error_code::INVALID_ARGUMENT);
+        assert!(unparsable.message.contains("'http://[::1/mcp' is not a valid URL"), "{unparsable}");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let closed = format!("http://{}/", listener.local_addr().unwrap());
         drop(listener);
