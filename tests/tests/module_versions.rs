@@ -309,6 +309,43 @@ fn a_newer_minor_host_loads_todays_module_and_reports_the_optional_method_unavai
     assert_eq!(same["notices"], json!(["altered-abi-module: hello through HostSink::notice"]), "{same}");
 }
 
+/// A host that does not offer `HostSink::http_post` (a 1.0 host, or here the next-minor fixture
+/// host, which offers only `HostSink::notice`) still gets its tool calls to HTTP apps answered:
+/// the module sends them with its own client (`upstream/http_sender.rs`), from its own runtime.
+#[test]
+fn a_host_without_http_post_gets_http_apps_called_by_the_modules_own_client() {
+    let host = fixture("append").host;
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    let port = free_port();
+    std::fs::create_dir_all(apps.join("web")).unwrap();
+    let manifest = json!({
+        "id": "web", "name": "Test web", "version": "1.2.3", "transport": "http",
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "command": release_bin("test-app"), "arguments": ["--http", format!("127.0.0.1:{port}")],
+        "toolNamePrefix": "web.", "startupTimeoutSeconds": 15, "requestTimeoutSeconds": 30,
+    });
+    std::fs::write(apps.join("web/openclaw.mcpapp.json"), manifest.to_string()).unwrap();
+    let config = json!({ "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps] } } });
+    let module = module_lib();
+    let args = [module.to_str().unwrap(), "--config-json", &config.to_string(), "--call", "web", "echo", r#"{"text":"own client"}"#];
+    let report = json_stdout(&run_host(&host, &args), "a host without http_post, an HTTP app");
+    let logs = report["moduleLogs"].to_string();
+    assert!(logs.contains("this module sends the requests to HTTP apps (the host does not offer HostSink::http_post)"), "{report}");
+    assert_eq!(report["apps"]["ok"], json!([{ "id": "web", "state": "running" }]), "{report}");
+    assert_eq!(report["toolCall"]["ok"], json!({ "isError": false, "text": "echo: own client" }), "{report}");
+    assert_eq!(report["shutdown"]["ok"], json!(true), "{report}");
+
+    // The gateway offers it, and says so.
+    let mut gateway = GatewayProcess::start_with(GatewayOptions { config, ..Default::default() });
+    assert!(
+        gateway.wait_for_log("the host sends the requests to HTTP apps", Duration::from_secs(10)),
+        "{}",
+        gateway.logs()
+    );
+    assert!(gateway.terminate().is_some_and(|s| s.success()), "{}", gateway.logs());
+}
+
 /// The reversed check is a real layout check: a host one minor newer still refuses an older
 /// module whose interface changed a descriptor (a major change not called one), naming the type
 /// and the field, and which value is whose.

@@ -122,6 +122,11 @@ impl Instance {
         let faults = Faults::from_config(&config_value);
         let declared = host_abi::ModuleConfigExtra::from_json(config.extra_json.as_str());
         let host_http = HttpSender::host_if_offered(&host, &declared);
+        let sender = if host_http.is_some() {
+            "the host sends the requests to HTTP apps"
+        } else {
+            "this module sends the requests to HTTP apps (the host does not offer HostSink::http_post)"
+        };
         let ctx = Arc::new(AppContext {
             tasks: runtime.tasks().clone(),
             faults: faults.clone(),
@@ -148,7 +153,7 @@ impl Instance {
         });
         tracing::info!(
             version = crate::MODULE_VERSION,
-            "MCP App module {} {} created",
+            "MCP App module {} {} created; {sender}",
             crate::MODULE_NAME,
             crate::MODULE_VERSION
         );
