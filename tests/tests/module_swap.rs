@@ -212,3 +212,54 @@ fn sighup_swaps_to_the_module_the_configuration_names() {
     let status = setup.gw.terminate();
     assert!(status.is_some_and(|s| s.success()), "{status:?}\n{}", setup.gw.logs());
 }
+
+/// How many of the gateway's threads have each name (`/proc/PID/task/*/comm`).
+fn thread_names(pid: u32) -> std::collections::BTreeMap<String, usize> {
+    let mut names = std::collections::BTreeMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        if let Ok(comm) = std::fs::read_to_string(task.path().join("comm")) {
+            *names.entry(comm.trim().to_string()).or_default() += 1;
+        }
+    }
+    names
+}
+
+/// A swapped-out library stays loaded, but lets go of its process-wide threads — the thread
+/// that forked its apps and its allocator's background thread (`mcpapp-plugin/src/abi/library.rs`)
+/// — so swap after swap the gateway runs as many threads as it started with, and each new
+/// module's apps serve. Swapping back to a file already loaded takes its threads up again.
+#[test]
+fn swaps_leave_no_thread_of_the_old_library_behind() {
+    let mut setup = start(json!({}));
+    let pid = setup.gw.pid();
+    let at_start = thread_names(pid);
+    assert_eq!(at_start.get("mcpapp-spawner"), Some(&1), "{at_start:?}");
+    assert!(at_start.get("jemalloc_bg_thd").is_some(), "{at_start:?}");
+    let library = gateway_e2e::module_lib();
+    let copies: Vec<PathBuf> = (1..=3)
+        .map(|i| {
+            let copy = setup.modules.join(format!("libmcpapp_plugin_copy{i}.so"));
+            std::fs::copy(&library, &copy).unwrap();
+            copy
+        })
+        .collect();
+    // Three distinct libraries, then the first again (already loaded: its threads start anew).
+    for (round, copy) in copies.iter().chain(copies.first()).enumerate() {
+        let (status, body) = post_swap(&setup.gw, copy, Some(TOKEN));
+        assert_eq!(status, 200, "swap {round} to {}: {body}\n{}", copy.display(), setup.gw.logs());
+        let gw = &setup.gw;
+        assert!(
+            wait_until(Duration::from_secs(30), Duration::from_millis(100), || echo(gw, "after a swap").is_ok()),
+            "swap {round}: the new module's app does not serve\n{}",
+            gw.logs()
+        );
+        let mut now = thread_names(pid);
+        let same = wait_until(Duration::from_secs(10), Duration::from_millis(100), || {
+            now = thread_names(pid);
+            now.get("mcpapp-spawner") == at_start.get("mcpapp-spawner") && now.get("jemalloc_bg_thd") == at_start.get("jemalloc_bg_thd")
+        });
+        assert!(same, "swap {round}: threads at start {at_start:?}, now {now:?}\n{}", gw.logs());
+    }
+    let status = setup.gw.terminate();
+    assert!(status.is_some_and(|s| s.success()), "{status:?}\n{}", setup.gw.logs());
+}

@@ -108,10 +108,13 @@ impl Core {
 pub struct Instance {
     core: Arc<Core>,
     runtime: ModuleRuntime,
+    /// This instance's hold on the library's process-wide threads, let go at shutdown.
+    library: Mutex<Option<crate::abi::library::InUse>>,
 }
 
 impl Instance {
     pub fn create(config: ModuleConfig, host: Arc<HostSinkBox>) -> Result<Instance, AbiError> {
+        let library = crate::abi::library::in_use();
         let config_value = crate::parse_config_json(config.config_json.as_str())?;
         let config_dir = std::path::PathBuf::from(config.config_dir.as_str());
         let apps_config = McpAppsConfig::from_config(&config_value, &config_dir);
@@ -157,7 +160,7 @@ impl Instance {
             crate::MODULE_NAME,
             crate::MODULE_VERSION
         );
-        Ok(Instance { core, runtime })
+        Ok(Instance { core, runtime, library: Mutex::new(Some(library)) })
     }
 
     pub fn into_abi(self) -> ModuleInstanceBox {
@@ -214,7 +217,12 @@ impl Instance {
     /// Stops the apps and ends the runtime on a thread of its own; the receiver fires when done.
     fn begin_shutdown(&self) -> Result<futures::channel::oneshot::Receiver<()>, ShutdownError> {
         let core = self.core.clone();
-        self.runtime.shut_down_on_own_thread(move |runtime| core.stop_everything(runtime))
+        let library = self.library.lock().take();
+        // The library is let go once the runtime has ended (its apps, its memory).
+        self.runtime.shut_down_on_own_thread(move |runtime| {
+            core.stop_everything(runtime);
+            library
+        })
     }
 }
 

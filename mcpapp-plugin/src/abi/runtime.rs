@@ -80,14 +80,14 @@ impl ModuleRuntime {
 
     /// Stops accepting work at once, then, on a thread of its own (`mcpapp-shutdown`), runs
     /// `last_work` (e.g. stopping the apps; it may `block_on` the runtime it is given and must
-    /// bound itself) and shuts the runtime down, giving tasks [`TASK_GRACE`]. The receiver fires
-    /// when all of it is done.
+    /// bound itself) and shuts the runtime down, giving tasks [`TASK_GRACE`]; what `last_work`
+    /// returned is dropped after that. The receiver fires when all of it is done.
     ///
     /// Never blocks the caller: it may be a host async worker (the `shutdown` export, or a drop
     /// of the instance), and a runtime can only be shut down from a thread that is not its own.
-    pub fn shut_down_on_own_thread<F>(&self, last_work: F) -> Result<futures::channel::oneshot::Receiver<()>, ShutdownError>
+    pub fn shut_down_on_own_thread<F, K>(&self, last_work: F) -> Result<futures::channel::oneshot::Receiver<()>, ShutdownError>
     where
-        F: FnOnce(&Runtime) + Send + 'static,
+        F: FnOnce(&Runtime) -> K + Send + 'static,
     {
         let runtime = self.runtime.lock().take().ok_or(ShutdownError::AlreadyShutDown)?;
         self.tasks.shut_down.store(true, Ordering::Release);
@@ -97,10 +97,15 @@ impl ModuleRuntime {
         let (done, finished) = futures::channel::oneshot::channel();
         let started = std::thread::Builder::new().name("mcpapp-shutdown".into()).spawn(move || {
             let Ok((runtime, last_work)) = receive.recv() else { return };
-            if let Err(payload) = std::panic::catch_unwind(AssertUnwindSafe(|| last_work(&runtime))) {
-                tracing::error!("panic while shutting the module down: {}", panic_message(&*payload));
-            }
+            let kept = match std::panic::catch_unwind(AssertUnwindSafe(|| last_work(&runtime))) {
+                Ok(kept) => Some(kept),
+                Err(payload) => {
+                    tracing::error!("panic while shutting the module down: {}", panic_message(&*payload));
+                    None
+                }
+            };
             runtime.shutdown_timeout(TASK_GRACE);
+            drop(kept);
             let _ = done.send(());
         });
         match started {

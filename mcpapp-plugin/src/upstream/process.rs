@@ -4,13 +4,15 @@
 //! # Who forks
 //!
 //! Every fork of the module happens on one dedicated thread, `mcpapp-spawner`, started on first
-//! use and never ending for the life of the process (it is a process-wide static; libraries are
-//! never unloaded). That matters because of `PR_SET_PDEATHSIG`, which each app gets so that it dies
-//! with the gateway even when the gateway is SIGKILLed: the kernel sends the death signal when the
-//! *thread* that forked the child exits, not the process. Forking from a runtime worker or a
-//! blocking-pool thread (`block_in_place` in a reload, tokio's 10 s blocking-pool keep-alive) got
-//! apps SIGKILLed seconds after they started. On the spawner thread the signal fires only when the
-//! whole process goes.
+//! use and ending only when neither a module instance of this library nor a child it forked is
+//! left ([`retire_spawner`], called by [`crate::abi::library`]) — a library swapped out stays
+//! loaded, and would otherwise keep a thread per swap. That matters because of `PR_SET_PDEATHSIG`,
+//! which each app gets so that it dies with the gateway even when the gateway is SIGKILLed: the
+//! kernel sends the death signal when the *thread* that forked the child exits, not the process.
+//! Forking from a runtime worker or a blocking-pool thread (`block_in_place` in a reload, tokio's
+//! 10 s blocking-pool keep-alive) got apps SIGKILLed seconds after they started. On the spawner
+//! thread the signal fires only when the whole process goes, or when no app of this library is
+//! left to fire on.
 //!
 //! Spawning is asynchronous for the caller: [`AppProcess::spawn`] sends a job over a channel and
 //! awaits the child on a oneshot, so no runtime thread blocks on a fork. The job enters the calling
@@ -54,12 +56,14 @@ use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
+use crate::abi::library::InUse;
 use crate::abi::runtime::Tasks;
 use crate::apps::manifest::Manifest;
 
@@ -72,6 +76,9 @@ pub const INHERITED_ENV_PREFIX: &str = "LC_";
 
 /// How often the spawner thread looks for exited guardians while some are pending.
 const REAP_POLL: Duration = Duration::from_millis(100);
+/// How long a retiring spawner thread (or a guardian's drop without one) waits for stood-down
+/// guardians to exit, so that none is left a zombie.
+const REAP_BOUND: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -110,6 +117,9 @@ pub struct AppProcess {
     pub stdout: Option<ChildStdout>,
     // Dropped after the group is killed (fields drop after `Drop::drop`).
     _guardian: Option<Guardian>,
+    /// Keeps the spawner thread (whose exit would be this child's death signal) while the child
+    /// lives, instance or not ([`crate::abi::library`]). Last, so it goes after the guardian.
+    _library: InUse,
 }
 
 /// What the spawner thread needs to start one app: owned, so it can cross threads.
@@ -120,6 +130,8 @@ struct SpawnRequest {
     env: Vec<(OsString, OsString)>,
     stdio_transport: bool,
     app_id: String,
+    /// Taken before the spawner is asked for, so it cannot retire between then and the fork.
+    library: InUse,
 }
 
 impl AppProcess {
@@ -140,6 +152,7 @@ impl AppProcess {
             stdio_transport,
             app_id: app_id.to_string(),
             command: command.clone(),
+            library: crate::abi::library::in_use(),
         };
         let spawner_err =
             |reason: String| SpawnError::Spawner { command: command.display().to_string(), reason };
@@ -214,7 +227,7 @@ impl Drop for AppProcess {
 
 /// Runs on the spawner thread, inside the caller's runtime context.
 fn spawn_here(request: SpawnRequest) -> Result<AppProcess, SpawnError> {
-    let SpawnRequest { command, arguments, working_dir, env, stdio_transport, app_id } = request;
+    let SpawnRequest { command, arguments, working_dir, env, stdio_transport, app_id, library } = request;
     let mut cmd = Command::new(&command);
     cmd.args(&arguments)
         .current_dir(&working_dir)
@@ -254,7 +267,7 @@ fn spawn_here(request: SpawnRequest) -> Result<AppProcess, SpawnError> {
     };
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
-    Ok(AppProcess { child, pgid, stdin, stdout, _guardian: guardian })
+    Ok(AppProcess { child, pgid, stdin, stdout, _guardian: guardian, _library: library })
 }
 
 fn signal_group(pgid: i32, signal: i32) {
@@ -346,6 +359,7 @@ enum Message {
     Reap(libc::pid_t),
 }
 
+#[derive(Clone)]
 struct Spawner {
     tx: mpsc::Sender<Message>,
 }
@@ -360,24 +374,35 @@ impl Spawner {
     }
 }
 
-/// The process-wide spawner, started on first use.
-fn spawner() -> Result<&'static Spawner, String> {
-    static SPAWNER: OnceLock<Result<Spawner, String>> = OnceLock::new();
-    SPAWNER
-        .get_or_init(|| {
-            let (tx, rx) = mpsc::channel::<Message>();
-            std::thread::Builder::new()
-                .name("mcpapp-spawner".into())
-                .spawn(move || spawner_loop(rx))
-                .map(|_| Spawner { tx })
-                .map_err(|e| format!("cannot start the spawner thread: {e}"))
-        })
-        .as_ref()
-        .map_err(Clone::clone)
+/// The library's spawner while it runs: started on first use, taken by [`retire_spawner`].
+static SPAWNER: Mutex<Option<Spawner>> = Mutex::new(None);
+
+/// The library's spawner, started if none runs.
+fn spawner() -> Result<Spawner, String> {
+    let mut running = SPAWNER.lock();
+    if let Some(spawner) = running.as_ref() {
+        return Ok(spawner.clone());
+    }
+    let (tx, rx) = mpsc::channel::<Message>();
+    std::thread::Builder::new()
+        .name("mcpapp-spawner".into())
+        .spawn(move || spawner_loop(rx))
+        .map_err(|e| format!("cannot start the spawner thread: {e}"))?;
+    let spawner = Spawner { tx };
+    *running = Some(spawner.clone());
+    Ok(spawner)
 }
 
-/// Runs jobs one at a time, forever (the sender lives in a static, so `recv` never fails), and
-/// reaps stood-down guardians.
+/// Ends the spawner thread once it has run its queued jobs and reaped the guardians stood down
+/// (bounded by [`REAP_BOUND`]). Only when no app it forked is running: its children get their
+/// death signal as it ends. The next spawn starts a new one.
+pub fn retire_spawner() {
+    // Dropping the last sender ends the thread's loop; jobs in flight hold a clone for moments.
+    SPAWNER.lock().take();
+}
+
+/// Runs jobs one at a time and reaps stood-down guardians, until every sender is gone (see
+/// [`retire_spawner`]).
 fn spawner_loop(rx: mpsc::Receiver<Message>) {
     let mut exiting: Vec<libc::pid_t> = Vec::new();
     loop {
@@ -398,15 +423,31 @@ fn spawner_loop(rx: mpsc::Receiver<Message>) {
             }
             Ok(Message::Reap(pid)) => exiting.push(pid),
             Err(RecvTimeoutError::Timeout) => {}
-            // Cannot happen (the sender is static); stay alive regardless, children depend on it.
-            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(REAP_POLL),
+            Err(RecvTimeoutError::Disconnected) => {
+                reap_within(&mut exiting, REAP_BOUND);
+                return;
+            }
         }
-        exiting.retain(|&pid| {
-            let mut status = 0;
-            // SAFETY: waitpid on a pid we forked; WNOHANG never blocks.
-            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-            r == 0
-        });
+        exiting.retain(|&pid| !reaped(pid));
+    }
+}
+
+/// Whether `pid` (a guardian we forked) has exited and is reaped now.
+fn reaped(pid: libc::pid_t) -> bool {
+    let mut status = 0;
+    // SAFETY: waitpid on a pid we forked; WNOHANG never blocks.
+    unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) != 0 }
+}
+
+/// Reaps `pids` as they exit, for at most `bound`.
+fn reap_within(pids: &mut Vec<libc::pid_t>, bound: Duration) {
+    let until = Instant::now() + bound;
+    loop {
+        pids.retain(|&pid| !reaped(pid));
+        if pids.is_empty() || Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(REAP_POLL / 10);
     }
 }
 
@@ -459,8 +500,12 @@ impl Drop for Guardian {
         unsafe {
             libc::send(self.link.as_raw_fd(), [1u8].as_ptr().cast(), 1, libc::MSG_NOSIGNAL);
         }
-        if let Ok(spawner) = spawner() {
-            spawner.reap(self.pid);
+        // A spawner retired meanwhile (its library's last instance ended) is not restarted for
+        // this: the guardian exits at the byte, and is reaped here.
+        let running = SPAWNER.lock().clone();
+        match running {
+            Some(spawner) => spawner.reap(self.pid),
+            None => reap_within(&mut vec![self.pid], REAP_BOUND),
         }
     }
 }
