@@ -32,7 +32,7 @@ pub fn retire() {
     }
 }
 
-/// An instance is created in this library again: the background thread returns free pages again.
+/// The library is in use (again): the background thread returns free pages (a no-op while it runs).
 pub fn resume() {
     set_background_thread(true);
 }

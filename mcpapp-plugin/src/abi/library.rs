@@ -11,14 +11,10 @@
 //! (tests): each instance and each app process holds the library, and only the last hold's end
 //! lets go.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use parking_lot::Mutex;
 
 /// Holds on this library: instances alive (created, not yet shut down) and app processes alive.
 static LIVE: Mutex<usize> = Mutex::new(0);
-/// Whether the process-wide threads were let go (so a new instance takes them up again).
-static RETIRED: AtomicBool = AtomicBool::new(false);
 
 /// One hold on the library (see the module docs): an instance's, dropped when its runtime has
 /// ended, or an app process's, dropped once its group is killed.
@@ -27,10 +23,11 @@ pub struct InUse(());
 /// Takes a hold.
 pub fn in_use() -> InUse {
     let mut live = LIVE.lock();
-    if *live == 0 && RETIRED.swap(false, Ordering::AcqRel) {
+    if *live == 0 {
+        // After a retirement: the allocator's thread again (nothing to do the first time, it
+        // starts with the library). The spawner starts again at the next spawn by itself.
         #[cfg(not(fuzzing))]
         crate::abi::allocator::resume();
-        tracing::debug!("this module library is in use again");
     }
     *live += 1;
     InUse(())
@@ -46,7 +43,6 @@ impl Drop for InUse {
             crate::upstream::process::retire_spawner();
             #[cfg(not(fuzzing))]
             crate::abi::allocator::retire();
-            RETIRED.store(true, Ordering::Release);
         }
     }
 }
