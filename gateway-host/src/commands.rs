@@ -65,18 +65,11 @@ pub fn validate(config: Option<&Path>, module: Option<&Path>, paths: &[String], 
 
 /// `gateway-host apps`: what discovery finds with this configuration, without starting anything.
 pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<(), BoxError> {
-    let report = with_module(config, module, |m| async move { Ok(m.discover().await?) })?;
     if json {
-        // Straight into stdout's buffer: the listing of a large tree is megabytes.
-        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)?;
-        out.flush()?;
-        // The process ends after this command: freeing ten thousand apps one by one would only
-        // make it end later.
-        std::mem::forget(report);
-        return Ok(());
+        let report = with_module(config, module, |m| async move { Ok(m.discover_json().await?) })?;
+        return print_pretty(&report);
     }
+    let report = with_module(config, module, |m| async move { Ok(m.discover().await?) })?;
     if !report.enabled {
         println!("MCP Apps are disabled (McpApps.Enabled is false)");
         return Ok(());
@@ -144,6 +137,28 @@ fn print_table(rows: &[[String; 7]]) {
     for row in rows {
         print(&row.iter().map(String::as_str).collect::<Vec<_>>());
     }
+}
+
+/// `report` (JSON text) indented, on stdout: the module's report is printed as it wrote it —
+/// decoding megabytes of it into the host's types only to write them out again was a fifth of
+/// `apps --json` on a 10,000-app tree (BENCHMARKS.md, "where discovery's time goes"). Nothing is
+/// printed unless the whole text is JSON.
+fn print_pretty(report: &str) -> Result<(), BoxError> {
+    let pretty = indented(report).map_err(|e| format!("the module's discovery report is not valid JSON: {e}"))?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&pretty)?;
+    out.flush()?;
+    Ok(())
+}
+
+/// `text` as `serde_json::to_writer_pretty` writes it, and a line end; without a tree in between.
+fn indented(text: &str) -> Result<Vec<u8>, serde_json::Error> {
+    let mut pretty = Vec::with_capacity(text.len() + text.len() / 2);
+    let mut reader = serde_json::Deserializer::from_str(text);
+    serde_transcode::transcode(&mut reader, &mut serde_json::Serializer::pretty(&mut pretty))?;
+    reader.end()?;
+    pretty.push(b'\n');
+    Ok(pretty)
 }
 
 /// `gateway-host apps --url URL`: the MCP Apps of the gateway running at `url`, with their live
@@ -346,4 +361,29 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cause = inner;
     }
     cause.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::indented;
+
+    #[test]
+    fn a_report_is_indented_as_serde_json_writes_it_in_the_modules_key_order() {
+        let text = r#"{"enabled":true,"apps":[{"id":"a","state":"failed","errors":[{"field":"id","message":"bad \"x\" \u00e9"}]}],"n":-1.5e3,"none":null,"empty":{},"list":[]}"#;
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        let mut expected = serde_json::to_vec_pretty(&value).unwrap();
+        expected.push(b'\n');
+        let pretty = indented(text).unwrap();
+        assert_eq!(serde_json::from_slice::<serde_json::Value>(&pretty).unwrap(), value);
+        assert!(String::from_utf8(pretty.clone()).unwrap().starts_with("{\n  \"enabled\": true,\n  \"apps\": [\n    {\n      \"id\": \"a\""));
+        assert_eq!(pretty.len(), expected.len());
+    }
+
+    #[test]
+    fn text_that_is_not_one_json_value_is_refused() {
+        for bad in ["", "{", r#"{"a":1} {"b":2}"#, r#"{"a":1}x"#, "[1,]", "nul"] {
+            assert!(indented(bad).is_err(), "{bad:?}");
+        }
+        assert!(indented("  {\"a\": [1, 2]}  \n").is_ok(), "white space around one value is JSON");
+    }
 }

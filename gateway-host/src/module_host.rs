@@ -279,9 +279,13 @@ impl ModuleHost {
 
     /// What discovery would find (`discover`), without starting anything.
     pub async fn discover(&self) -> Result<DiscoveryReport, AbiError> {
+        Ok(DiscoveryReport::from_json(&self.discover_json().await?))
+    }
+
+    /// [`ModuleHost::discover`]'s report as the module wrote it (JSON text), not decoded.
+    pub async fn discover_json(&self) -> Result<String, AbiError> {
         let entered = self.enter().await;
-        let report = entered.active.instance.discover().await.into_result()?;
-        Ok(DiscoveryReport::from_json(report.as_str()))
+        Ok(entered.active.instance.discover().await.into_result()?.into_string())
     }
 
     pub async fn list_apps(&self) -> Result<Vec<AppDescriptor>, AbiError> {

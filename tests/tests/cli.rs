@@ -73,6 +73,28 @@ fn apps_prints_only_its_table_and_logs_warnings_only_unless_verbose() {
     assert!(!lines_at("INFO", &text(&before.stderr)).is_empty(), "{}", describe_output(&before));
 }
 
+/// `apps --json` prints the module's report as one indented JSON document and nothing else on
+/// stdout: the apps in discovery order with their states, a bad manifest as a failed app naming
+/// the field.
+#[test]
+fn apps_json_is_the_discovery_report_indented() {
+    let dir = config_folder(apps_config(), &["alpha", "beta"]);
+    std::fs::write(dir.path().join("apps/beta/openclaw.mcpapp.json"), r#"{"id":"beta","version":"1.2.3"}"#).unwrap();
+    let cfg = dir.path().join("appsettings.json").display().to_string();
+    let out = run_gateway(&["apps", "--json", "--config", &cfg], &[("RUST_LOG", "")]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("{\n  \"") && stdout.ends_with("}\n"), "not one indented document:\n{stdout}");
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}:\n{stdout}"));
+    assert_eq!(report["enabled"], true, "{report}");
+    let apps = report["apps"].as_array().unwrap_or_else(|| panic!("no apps: {report}"));
+    let summary: Vec<(&str, &str)> = apps.iter().map(|a| (a["key"].as_str().unwrap_or_default(), a["state"].as_str().unwrap_or_default())).collect();
+    assert_eq!(summary, [("alpha", "validated"), ("beta", "failed")], "{report}");
+    assert_eq!(apps[0]["manifest"]["version"], "1.2.3", "{report}");
+    let errors = apps[1]["validationErrors"].as_array().unwrap_or_else(|| panic!("no validation errors: {report}"));
+    assert!(errors.iter().any(|e| e["field"] == "command"), "{report}");
+}
+
 #[test]
 fn validate_requires_a_semantic_version() {
     let dir = tempfile::tempdir().unwrap();
