@@ -162,7 +162,9 @@ pub fn run_bounded(mut cmd: Command, timeout: Duration) -> Res<(bool, String, St
     Ok((status.success(), stdout, stderr))
 }
 
-/// Removes the `Section__Key` configuration overrides of the bench's own environment.
+/// Removes the `Section__Key` configuration overrides of the bench's own environment, but for
+/// `Gateway__WorkerThreads`, which is kept so that the runtime's size can be compared side by side
+/// (`Gateway__WorkerThreads=2 cargo run --release -p bench -- proxy`).
 pub fn scrub_env(cmd: &mut Command) {
     cmd.env_remove("RUST_LOG");
     const SECTIONS: &[&str] = &[
@@ -178,10 +180,11 @@ pub fn scrub_env(cmd: &mut Command) {
         "Testing",
         "Logging",
     ];
+    const KEPT: &str = "Gateway__WorkerThreads";
     for (k, _) in std::env::vars_os() {
         if let Some(k) = k.to_str() {
             if let Some((section, _)) = k.split_once("__") {
-                if SECTIONS.iter().any(|s| s.eq_ignore_ascii_case(section)) {
+                if SECTIONS.iter().any(|s| s.eq_ignore_ascii_case(section)) && k != KEPT {
                     cmd.env_remove(k);
                 }
             }

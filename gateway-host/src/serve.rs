@@ -47,13 +47,17 @@ pub fn run(config: Option<&Path>, module: Option<&Path>, urls: Option<&str>) -> 
     runtime.block_on(serve(settings, loaded, addrs, config.map(Path::to_path_buf)))
 }
 
-/// The host runtime's worker threads: `Gateway.WorkerThreads`, by default one per core (tokio's
-/// default). Measured on 2 cores (`bench peers` and `bench proxy`, one worker and two in
-/// alternation, 2026-11 and 2026-12-02): no consistent difference in CPU per call, latency or
-/// throughput, so the default stays; the key bounds the gateway's threads where an operator
-/// wants to (the module's runtime has its own, half the cores: `mcpapp-plugin` `abi/runtime.rs`).
+/// The host runtime's worker threads: `Gateway.WorkerThreads`, by default half the cores (at
+/// least one), as the module's runtime. A proxied call is I/O and short bursts of work, and the
+/// gateway shares the machine with its apps and their clients: an idle worker that a call's next
+/// task wakes (the hyper client's connection task, the server's) is a sleep and a wake-up in the
+/// kernel for no work gained. Since the host sends the module's requests to HTTP apps, such a call
+/// touches no module thread, and on 2 cores one worker instead of two took `bench proxy` from
+/// ~115 to ~83 µs of gateway CPU per call and from 0.80–0.83× to 0.94–1.03× of direct throughput
+/// at 16 concurrent, `bench peers` from ~12,000 to ~16,000 calls/s, with 6 context switches per
+/// call at 1 concurrent down to 2 (BENCHMARKS.md, "one host worker per two cores").
 fn worker_threads(settings: &Settings) -> usize {
-    let default = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let default = default_worker_threads();
     let Some(configured) = settings.get_str("Gateway:WorkerThreads") else { return default };
     match configured.parse::<usize>() {
         Ok(n) if (1..=MAX_WORKER_THREADS).contains(&n) => n,
@@ -62,6 +66,10 @@ fn worker_threads(settings: &Settings) -> usize {
             default
         }
     }
+}
+
+fn default_worker_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get() / 2).max(1)
 }
 
 /// More would be a configuration mistake (tokio's own limit is higher).
@@ -242,14 +250,15 @@ mod tests {
     }
 
     #[test]
-    fn worker_threads_are_one_per_core_unless_configured() {
+    fn worker_threads_are_half_the_cores_unless_configured() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        assert_eq!(worker_threads(&settings(json!({}))), cores);
+        let half = (cores / 2).max(1);
+        assert_eq!(worker_threads(&settings(json!({}))), half);
         assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": 3 }))), 3);
         // From the environment (`Gateway__WorkerThreads=4`) it arrives as a string.
         assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": "4" }))), 4);
         for wrong in [json!(0), json!(-1), json!("many"), json!(1.5), json!(100_000)] {
-            assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": wrong }))), cores, "{wrong}");
+            assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": wrong }))), half, "{wrong}");
         }
     }
 }
