@@ -140,9 +140,28 @@ impl Visit for FieldCollector {
     }
 }
 
+/// Runs `f` with `subscriber` as this thread's default, for tests that read what was logged.
+///
+/// A bare `tracing::subscriber::with_default` is not enough while other tests run on other threads:
+/// with no global subscriber and only one scoped one alive, `tracing-core` computes a new callsite's
+/// interest from the registering thread's own default, so a callsite first reached by another test
+/// (a thread with no subscriber) is cached as "never" and this test's events from it vanish. A
+/// second dispatcher that lives for the whole test process keeps `tracing-core` on the path that
+/// asks every live dispatcher.
+#[cfg(test)]
+pub(crate) fn with_scoped_subscriber<T>(
+    subscriber: impl Subscriber + Send + Sync + 'static,
+    f: impl FnOnce() -> T,
+) -> T {
+    static KEEPER: std::sync::LazyLock<tracing::Dispatch> =
+        std::sync::LazyLock::new(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+    std::sync::LazyLock::force(&KEEPER);
+    tracing::subscriber::with_default(subscriber, f)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::public_target;
+    use super::*;
 
     #[test]
     fn targets_leave_out_the_layer_folder() {
@@ -153,5 +172,27 @@ mod tests {
         assert_eq!(public_target("mcpapp_plugin"), "mcpapp_plugin");
         assert_eq!(public_target("rmcp::service::client"), "rmcp::service::client");
         assert_eq!(public_target("other::apps::x"), "other::apps::x");
+    }
+
+    /// The flake `with_scoped_subscriber` exists for, made certain: the callsite is first reached
+    /// on a thread without a subscriber while this test's subscriber is the only one alive.
+    #[test]
+    fn a_callsite_first_reached_where_nothing_listens_still_logs_to_the_scoped_subscriber() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        struct Count(Arc<AtomicUsize>);
+        impl<S: Subscriber> Layer<S> for Count {
+            fn on_event(&self, _: &Event<'_>, _: Context<'_, S>) {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        fn log_once() {
+            tracing::info!(target: "scoped-subscriber-test", "hello");
+        }
+        let count = Arc::new(AtomicUsize::new(0));
+        super::with_scoped_subscriber(tracing_subscriber::registry().with(Count(count.clone())), || {
+            std::thread::spawn(log_once).join().unwrap();
+            log_once();
+        });
+        assert_eq!(count.load(Ordering::Relaxed), 1);
     }
 }

@@ -333,7 +333,6 @@ mod tests {
     /// Every transition is logged at info level with the module path as target.
     #[test]
     fn transitions_are_logged() {
-        use tracing::subscriber::with_default;
         use tracing_subscriber::layer::SubscriberExt;
 
         #[derive(Clone, Default)]
@@ -355,7 +354,7 @@ mod tests {
         }
         let cap = Capture::default();
         let sub = tracing_subscriber::registry().with(cap.clone());
-        with_default(sub, || {
+        crate::abi::logging::with_scoped_subscriber(sub, || {
             let mut a = app();
             a.transition(AppState::Validated, "").unwrap();
             a.fail("boom").unwrap();
