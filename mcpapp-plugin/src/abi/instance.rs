@@ -204,9 +204,10 @@ impl Instance {
         )
     }
 
-    /// Where a call to `app_id` runs: on the host's worker when it waits only on requests the
-    /// host sends (an HTTP app, `upstream/http_sender.rs`), so that it never changes threads;
-    /// else as a task of the module's, where its app's answers arrive.
+    /// Where a call to `app_id` runs: on the host's worker when its short way needs no module
+    /// thread to send it (an HTTP app whose requests the host sends, `upstream/http_sender.rs`;
+    /// a stdio app, whose stdin the call writes itself, `upstream/stdio_relay.rs`); else as a
+    /// task of the module's, where rmcp's client tasks run.
     fn placement_of_call(&self, app_id: &str) -> Placement {
         match self.core.registry.app(app_id) {
             Some(app) if app.calls_run_on_host() => Placement::Inline,

@@ -347,10 +347,15 @@ pub struct Session {
 }
 
 impl Session {
-    /// Whether its tool calls wait only on requests the host sends (`http_sender.rs`), so are
-    /// best run on the host's worker.
+    /// Whether its tool calls are best run on the host's worker: they wait only on requests the
+    /// host sends (`http_sender.rs`), or they write to a stdio app's stdin themselves and are
+    /// woken once, by the line answering them (`stdio_relay.rs`).
     pub fn calls_run_on_host(&self) -> bool {
-        matches!(&self.short_way, Some(ShortWay::Http(relay)) if relay.runs_on_host())
+        match &self.short_way {
+            Some(ShortWay::Http(relay)) => relay.runs_on_host(),
+            Some(ShortWay::Stdio(_)) => true,
+            None => false,
+        }
     }
 
     /// A session rmcp opened; `short_way`, the short way of its tool calls. The session's end

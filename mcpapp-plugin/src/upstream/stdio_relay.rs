@@ -8,8 +8,9 @@
 //!   its questions and the answers to rmcp's own requests, in order, and rmcp's line limit and
 //!   its handling of broken lines are unchanged;
 //! - stdin: one task writes whole messages in order, rmcp's as [`LineWriter`] completes them and
-//!   the short way's (see [`Stdin`]). When rmcp closes its transport, the task ends and the app's
-//!   stdin closes, as before. What waits to be written is bounded ([`QUEUE_LIMIT_BYTES`]): an app
+//!   the short way's (see [`Stdin`]); a short-way request finding nothing waiting writes its line
+//!   itself, on the caller's thread ([`Stdin::send_now`]). When rmcp closes its transport, the
+//!   task ends and the app's stdin closes, as before. What waits to be written is bounded ([`QUEUE_LIMIT_BYTES`]): an app
 //!   that stops reading its stdin holds rmcp's next write, as a full pipe did, and a short-way
 //!   call finding the queue full fails at once, naming why.
 //!
@@ -29,7 +30,7 @@ use parking_lot::Mutex;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::abi::runtime::Tasks;
@@ -75,13 +76,25 @@ impl Waiting {
 /// never overtakes a message sent before it (the `initialized` notification before the first
 /// call), and no caller waits on the pipe: a call's timeout and cancel hold even when the app
 /// stops reading, and a caller giving up never cuts a line short.
+///
+/// The one exception keeps all of that: a short-way request that finds nothing queued writes its
+/// line itself, once, without waiting ([`Self::send_now`]); what the pipe does not take at once
+/// is queued first in line. A proxied call then goes from the host's worker to the app without
+/// waking the module's thread in between (one thread hand-off fewer per call).
 struct Stdin {
     queue: mpsc::UnboundedSender<Outgoing>,
     /// Bytes queued and not yet written.
     queued: AtomicUsize,
     /// rmcp's writer, waiting for room (there is one).
     room: AtomicWaker,
+    /// The app's stdin (none once closed). Held for one poll at a time, never across a wait; and
+    /// while a message is put in the queue, so that nothing can be queued between a line
+    /// [`Self::send_now`] began and the rest of it.
+    pipe: Mutex<Option<Pipe>>,
 }
+
+/// The writing end of an app's stdin.
+type Pipe = Pin<Box<dyn AsyncWrite + Send>>;
 
 /// Why a message was not queued.
 #[derive(Debug, PartialEq)]
@@ -102,6 +115,42 @@ impl Stdin {
 
     /// Queues whole lines whatever is waiting (rmcp's, once it was given room).
     fn queue_anyway(&self, lines: Vec<u8>) -> Result<(), Refused> {
+        let _pipe = self.pipe.lock();
+        self.push(lines)
+    }
+
+    /// Writes `lines` at once if nothing is queued before them and the pipe takes them without
+    /// waiting; whatever it does not take is queued (first, as nothing else can be queued while
+    /// the pipe is held). Otherwise as [`Self::queue`].
+    ///
+    /// Written only when nothing is queued, so the writer task is not waiting on the pipe: it
+    /// waits on the queue, and the no-op waker this poll leaves with the pipe wakes no one who
+    /// needed it (the task registers its own as it next writes).
+    fn send_now(&self, lines: Vec<u8>) -> Result<(), Refused> {
+        let mut pipe = self.pipe.lock();
+        let Some(writer) = pipe.as_mut() else { return Err(Refused::Closed) };
+        if self.queued.load(Ordering::Acquire) != 0 {
+            drop(pipe);
+            return self.queue(lines);
+        }
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match writer.as_mut().poll_write(&mut cx, &lines) {
+            Poll::Ready(Ok(n)) if n == lines.len() => {
+                if writer.as_mut().poll_flush(&mut cx).is_ready() {
+                    return Ok(());
+                }
+                // Left for the writer task to flush.
+                self.push(Vec::new())
+            }
+            Poll::Ready(Ok(n)) => self.push(lines[n..].to_vec()),
+            Poll::Pending => self.push(lines),
+            // The writer task finds the same as it next writes, and closes the pipe.
+            Poll::Ready(Err(_)) => Err(Refused::Closed),
+        }
+    }
+
+    /// Puts lines in the queue; the caller holds the pipe.
+    fn push(&self, lines: Vec<u8>) -> Result<(), Refused> {
         let len = lines.len();
         // Counted before it can be written (and so uncounted), taken back if it never will be.
         self.queued.fetch_add(len, Ordering::AcqRel);
@@ -144,8 +193,9 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
-    let state = Arc::new(Stdin { queue: tx, queued: AtomicUsize::new(0), room: AtomicWaker::new() });
-    tasks.spawn("writing to an app's stdin", write_queued(stdin, rx, state.clone()));
+    let pipe: Pipe = Box::pin(stdin);
+    let state = Arc::new(Stdin { queue: tx, queued: AtomicUsize::new(0), room: AtomicWaker::new(), pipe: Mutex::new(Some(pipe)) });
+    tasks.spawn("writing to an app's stdin", write_queued(rx, state.clone()));
     let waiting = Arc::new(Waiting::default());
     let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false };
     let writer = LineWriter { stdin: state.clone(), partial: Vec::new() };
@@ -154,14 +204,33 @@ where
 
 /// Writes the queued messages, in order, until rmcp closes its transport or the app stops
 /// reading; the app's stdin closes on return.
-async fn write_queued<W: AsyncWrite + Unpin>(mut stdin: W, mut queue: mpsc::UnboundedReceiver<Outgoing>, state: Arc<Stdin>) {
+async fn write_queued(mut queue: mpsc::UnboundedReceiver<Outgoing>, state: Arc<Stdin>) {
     while let Some(Outgoing::Lines(bytes)) = queue.recv().await {
-        if let Err(e) = async { stdin.write_all(&bytes).await?; stdin.flush().await }.await {
+        if let Err(e) = write_all(&state, &bytes).await {
             tracing::debug!("the app's stdin is closed: {e}");
-            return;
+            break;
         }
         state.written(bytes.len());
     }
+    state.pipe.lock().take();
+}
+
+/// Writes and flushes `bytes`, holding the pipe for each poll only.
+async fn write_all(state: &Stdin, bytes: &[u8]) -> io::Result<()> {
+    let mut at = 0;
+    std::future::poll_fn(|cx| {
+        let mut pipe = state.pipe.lock();
+        let Some(writer) = pipe.as_mut() else { return Poll::Ready(Err(io::ErrorKind::BrokenPipe.into())) };
+        while at < bytes.len() {
+            match ready!(writer.as_mut().poll_write(cx, &bytes[at..])) {
+                Ok(0) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Ok(n) => at += n,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+        writer.as_mut().poll_flush(cx)
+    })
+    .await
 }
 
 impl StdioRelay {
@@ -210,7 +279,7 @@ impl StdioRelay {
     fn send(&self, message: &Value) -> Result<(), Refused> {
         let mut line = serde_json::to_vec(message).unwrap_or_default();
         line.push(b'\n');
-        self.stdin.queue(line)
+        self.stdin.send_now(line)
     }
 }
 
@@ -493,7 +562,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for DivertingReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, BufReader};
+    use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 
     /// The app's output, handed out `chunk` bytes at a time, so lines arrive split.
     struct Chunked {
@@ -613,6 +682,42 @@ unfinished";
         app_reads.read_to_string(&mut written).await.unwrap();
         assert_eq!(written, "{\"i\":0}\n{\"b\":2}\n{\"a\":1}\n{\"c\":3}\n");
         assert_eq!(relay.send(&serde_json::json!({ "d": 4 })), Err(Refused::Closed), "stdin is closed once rmcp closed");
+    }
+
+    /// The writer task has not run (nothing here yields) when the app can already read the line.
+    #[tokio::test]
+    async fn a_line_finding_nothing_queued_is_written_by_its_caller_at_once() {
+        let tasks = Tasks::new(tokio::runtime::Handle::current());
+        let (app_stdin, mut app_reads) = tokio::io::duplex(1 << 20);
+        let (_reader, mut writer, relay) = split(tokio::io::empty(), app_stdin, 1 << 20, &tasks);
+        assert_eq!(relay.send(&serde_json::json!({ "now": 1 })), Ok(()));
+        let mut buf = [0u8; 64];
+        let read = futures::poll!(Box::pin(app_reads.read(&mut buf)));
+        assert!(matches!(read, Poll::Ready(Ok(10))), "{read:?}");
+        assert_eq!(&buf[..10], b"{\"now\":1}\n");
+        assert_eq!(relay.stdin.queued.load(Ordering::Acquire), 0);
+        // The writer task still writes what is queued after it.
+        writer.write_all(b"{\"rmcp\":1}\n").await.unwrap();
+        drop(writer);
+        let mut rest = String::new();
+        app_reads.read_to_string(&mut rest).await.unwrap();
+        assert_eq!(rest, "{\"rmcp\":1}\n");
+    }
+
+    /// What the pipe does not take at once is written before anything sent after it.
+    #[tokio::test]
+    async fn the_rest_of_a_line_the_pipe_took_in_part_goes_first() {
+        let tasks = Tasks::new(tokio::runtime::Handle::current());
+        let (app_stdin, mut app_reads) = tokio::io::duplex(8);
+        let (_reader, mut writer, relay) = split(tokio::io::empty(), app_stdin, 1 << 20, &tasks);
+        assert_eq!(relay.send(&serde_json::json!({ "long": "0123456789" })), Ok(()));
+        assert!(relay.stdin.queued.load(Ordering::Acquire) > 0, "the rest waits for the writer task");
+        assert_eq!(relay.send(&serde_json::json!({ "next": 2 })), Ok(()));
+        writer.write_all(b"{\"rmcp\":3}\n").await.unwrap();
+        drop(writer);
+        let mut written = String::new();
+        app_reads.read_to_string(&mut written).await.unwrap();
+        assert_eq!(written, "{\"long\":\"0123456789\"}\n{\"next\":2}\n{\"rmcp\":3}\n");
     }
 
     #[tokio::test]
