@@ -13,6 +13,12 @@
 //! redirect would replay the app's headers elsewhere), no timeout of its own (the module times
 //! its calls).
 //!
+//! A plain-HTTP app's requests go straight to hyper's pooled client; the others (https) through
+//! reqwest, for its TLS and root certificates. reqwest wraps every request in its redirect and
+//! retry layers, which parse the URL twice more per request even with redirects off: ~4 % of
+//! the gateway's CPU per proxied call (`bench proxy`, issue 15), for nothing a plain-HTTP app
+//! needs.
+//!
 //! [`HostSink::http_post`]: host_abi::HostSink::http_post
 
 use std::collections::HashMap;
@@ -29,6 +35,12 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _};
 use host_abi::{error_code, AbiError, AbiFuture, HttpAnswer, HttpBody, HttpBody_TO, HttpPost};
+use http_body_util::{BodyExt as _, Full};
+use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Uri};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use parking_lot::Mutex;
 use tokio::runtime::Handle;
 
@@ -36,26 +48,50 @@ use tokio::runtime::Handle;
 /// reused (an app that keeps it open longer loses the connection).
 const END_OF_ANSWER_WAIT: Duration = Duration::from_secs(2);
 
-/// How many apps' endpoints are kept parsed (see [`AppHttp::url`]); past it the cache starts afresh.
-const PARSED_URLS_MAX: usize = 256;
-
 /// Sends the module's requests on the host's runtime.
 #[derive(Clone)]
 pub struct AppHttp {
-    /// Built at the first request: a gateway without HTTP apps never pays for it (building one
-    /// loads the TLS roots: ~2 MiB more resident at start, `bench memory`).
+    /// For plain-HTTP apps; built at the first request to one.
+    plain: Arc<OnceLock<Plain>>,
+    /// For the others; built at the first request to one: a gateway without such apps never pays
+    /// for it (building one loads the TLS roots: ~2 MiB more resident at start, `bench memory`).
     client: Arc<OnceLock<Result<reqwest::Client, String>>>,
     /// The apps' endpoints, each parsed once: parsing runs IDNA over the host every time (~1 % of
     /// the gateway's samples under `bench proxy`), and a gateway has few apps.
-    urls: Arc<Mutex<HashMap<String, reqwest::Url>>>,
+    endpoints: Arc<Mutex<HashMap<String, Endpoint>>>,
     runtime: Handle,
 }
+
+/// hyper's client, as plain-HTTP apps are spoken to.
+type Plain = Client<HttpConnector, Full<Bytes>>;
+
+/// Where an app's requests go, and which client sends them.
+#[derive(Clone)]
+enum Endpoint {
+    Plain(Uri),
+    Reqwest(reqwest::Url),
+}
+
+/// How many apps' endpoints are kept parsed (see [`AppHttp::endpoint`]); past it the cache starts
+/// afresh.
+const ENDPOINTS_MAX: usize = 256;
 
 impl AppHttp {
     /// A client on the runtime the caller runs on.
     pub fn on_current_runtime() -> Result<AppHttp, String> {
         let runtime = Handle::try_current().map_err(|e| format!("no host runtime to send apps' requests on: {e}"))?;
-        Ok(AppHttp { client: Arc::default(), urls: Arc::default(), runtime })
+        Ok(AppHttp { plain: Arc::default(), client: Arc::default(), endpoints: Arc::default(), runtime })
+    }
+
+    fn plain(&self) -> &Plain {
+        self.plain.get_or_init(|| {
+            let mut connector = HttpConnector::new();
+            connector.set_nodelay(true);
+            Client::builder(TokioExecutor::new())
+                .pool_idle_timeout(Duration::from_secs(60))
+                .pool_timer(TokioTimer::new())
+                .build(connector)
+        })
     }
 
     fn client(&self) -> Result<reqwest::Client, AbiError> {
@@ -71,38 +107,56 @@ impl AppHttp {
         built.clone().map_err(|e| AbiError::new(error_code::NOT_IMPLEMENTED, e))
     }
 
-    /// `url` parsed, from the cache if it was parsed before.
-    fn url(&self, url: &str) -> Result<reqwest::Url, AbiError> {
-        let mut urls = self.urls.lock();
-        if let Some(parsed) = urls.get(url) {
-            return Ok(parsed.clone());
+    /// `url` parsed, from the cache if it was parsed before. Parsed as reqwest parses it (so what
+    /// it refuses is refused alike); a plain-HTTP one is then taken as hyper's `Uri`.
+    fn endpoint(&self, url: &str) -> Result<Endpoint, AbiError> {
+        let mut endpoints = self.endpoints.lock();
+        if let Some(endpoint) = endpoints.get(url) {
+            return Ok(endpoint.clone());
         }
         let parsed = reqwest::Url::parse(url).map_err(|e| invalid(format!("'{url}' is not a valid URL: {e}")))?;
-        if urls.len() >= PARSED_URLS_MAX {
-            urls.clear();
+        let endpoint = match parsed.as_str().parse::<Uri>() {
+            Ok(uri) if parsed.scheme() == "http" => Endpoint::Plain(uri),
+            _ => Endpoint::Reqwest(parsed),
+        };
+        if endpoints.len() >= ENDPOINTS_MAX {
+            endpoints.clear();
         }
-        urls.insert(url.to_string(), parsed.clone());
-        Ok(parsed)
+        endpoints.insert(url.to_string(), endpoint.clone());
+        Ok(endpoint)
     }
 
     /// [`host_abi::HostSink::http_post`]: the answer's head once it arrives, its body to read.
     pub fn post(&self, post: HttpPost) -> AbiFuture<HttpAnswer> {
         let http = self.clone();
         on_host(&self.runtime, async move {
-            let mut request = http.client()?.post(http.url(post.url.as_str())?).body(post.body.into_vec());
+            let endpoint = http.endpoint(post.url.as_str())?;
+            let mut headers = HeaderMap::with_capacity(post.headers.len());
             for Tuple2(name, value) in post.headers {
-                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                    .map_err(|_| invalid(format!("'{name}' is not a valid header name")))?;
-                let value = reqwest::header::HeaderValue::from_bytes(&value)
-                    .map_err(|_| invalid(format!("the value of header '{name}' is not valid")))?;
-                request = request.header(name, value);
+                let name =
+                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid(format!("'{name}' is not a valid header name")))?;
+                let value =
+                    HeaderValue::from_bytes(&value).map_err(|_| invalid(format!("the value of header '{name}' is not valid")))?;
+                headers.append(name, value);
             }
-            let response = request.send().await.map_err(|e| AbiError::new(error_code::UPSTREAM, error_chain(&e)))?;
-            let content_type =
-                response.headers().get(reqwest::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().into();
-            let status = response.status().as_u16();
-            let body = Body { runtime: http.runtime, state: Arc::new(Mutex::new(Reading::Open(response.bytes_stream().boxed()))) };
-            Ok(HttpAnswer { status, content_type, body: HttpBody_TO::from_value(body, TD_Opaque) })
+            let body = Bytes::from(post.body.into_vec());
+            let (status, headers, chunks): (_, _, Chunks) = match endpoint {
+                Endpoint::Plain(uri) => {
+                    let mut request = Request::new(Full::new(body));
+                    (*request.method_mut(), *request.uri_mut(), *request.headers_mut()) = (Method::POST, uri, headers);
+                    let response = http.plain().request(request).await.map_err(|e| upstream(&e))?;
+                    let (head, body) = response.into_parts();
+                    (head.status, head.headers, body.into_data_stream().map(|chunk| chunk.map_err(|e| error_chain(&e))).boxed())
+                }
+                Endpoint::Reqwest(url) => {
+                    let response = http.client()?.post(url).headers(headers).body(body).send().await.map_err(|e| upstream(&e))?;
+                    let (status, headers) = (response.status(), response.headers().clone());
+                    (status, headers, response.bytes_stream().map(|chunk| chunk.map_err(|e| error_chain(&e))).boxed())
+                }
+            };
+            let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().into();
+            let body = Body { runtime: http.runtime, state: Arc::new(Mutex::new(Reading::Open(chunks))) };
+            Ok(HttpAnswer { status: status.as_u16(), content_type, body: HttpBody_TO::from_value(body, TD_Opaque) })
         })
     }
 }
@@ -111,10 +165,16 @@ fn invalid(message: String) -> AbiError {
     AbiError::new(error_code::INVALID_ARGUMENT, message)
 }
 
-/// reqwest's message with its causes (its own says only "error sending request for url").
-fn error_chain(error: &reqwest::Error) -> String {
+/// Sending failed: an `upstream` error naming why.
+fn upstream(error: &(dyn std::error::Error + 'static)) -> AbiError {
+    AbiError::new(error_code::UPSTREAM, error_chain(error))
+}
+
+/// An HTTP client's message with its causes (their own say only "error sending request for url"
+/// or "client error (Connect)").
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
+    let mut source = error.source();
     while let Some(cause) = source {
         text.push_str(&format!(": {cause}"));
         source = cause.source();
@@ -144,9 +204,12 @@ impl<T> Future for OnHost<T> {
     }
 }
 
+/// An answer's body as it arrives, or why it broke off.
+type Chunks = BoxStream<'static, Result<Bytes, String>>;
+
 /// Where the reading of a body stands.
 enum Reading {
-    Open(BoxStream<'static, reqwest::Result<Bytes>>),
+    Open(Chunks),
     /// A chunk is being read (the stream is with that read).
     Busy,
     Ended,
@@ -178,7 +241,7 @@ impl HttpBody for Body {
                 }
                 Some(Err(e)) => {
                     *state.lock() = Reading::Ended;
-                    Err(AbiError::new(error_code::UPSTREAM, format!("reading the app's answer failed: {}", error_chain(&e))))
+                    Err(AbiError::new(error_code::UPSTREAM, format!("reading the app's answer failed: {e}")))
                 }
                 None => {
                     *state.lock() = Reading::Ended;
@@ -341,6 +404,28 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(text, "data: 1\n\ndata: 2\n\n");
+    }
+
+    /// Plain HTTP goes to hyper's client; https (and anything else reqwest takes) to reqwest,
+    /// whose TLS then speaks to the endpoint: a plain server there is an error naming it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn plain_http_goes_to_hyper_and_https_to_reqwest() {
+        let http = AppHttp::on_current_runtime().unwrap();
+        assert!(matches!(http.endpoint("http://127.0.0.1:1/mcp").unwrap(), Endpoint::Plain(uri) if uri == "http://127.0.0.1:1/mcp"));
+        assert!(matches!(http.endpoint("HTTP://Example.COM/mcp").unwrap(), Endpoint::Plain(uri) if uri == "http://example.com/mcp"));
+        assert!(matches!(http.endpoint("https://127.0.0.1:1/mcp").unwrap(), Endpoint::Reqwest(_)));
+        // A server that answers the TLS hello as plain HTTP would: with something not TLS.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tls = format!("https://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut hello = [0u8; 64];
+            let _ = socket.read(&mut hello).await;
+            let _ = socket.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n").await;
+        });
+        let refused = http.post(post(&tls, &[], "{}")).await.into_result().err().expect("TLS to a plain server fails");
+        assert_eq!(refused.code.as_str(), error_code::UPSTREAM);
+        assert!(refused.message.contains("error sending request") && refused.message.len() > 40, "with its causes: {refused}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

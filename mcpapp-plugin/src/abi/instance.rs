@@ -360,7 +360,7 @@ impl ModuleInstance for Instance {
             let response =
                 crate::bridge::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await;
             Ok(ForwardResponse {
-                message_json: response.map(|r| r.to_string()).unwrap_or_default().into(),
+                message_json: response.map(|r| serde_json::to_string(&r).unwrap_or_default()).unwrap_or_default().into(),
                 extra_json: "{}".into(),
             })
         })

@@ -10,9 +10,9 @@
 //! - stdin: one task writes whole messages in order, rmcp's as [`LineWriter`] completes them and
 //!   the short way's (see [`Stdin`]); a short-way request finding nothing waiting writes its line
 //!   itself, on the caller's thread ([`Stdin::send_now`]). When rmcp closes its transport, the
-//!   task ends and the app's stdin closes, as before. What waits to be written is bounded ([`QUEUE_LIMIT_BYTES`]): an app
-//!   that stops reading its stdin holds rmcp's next write, as a full pipe did, and a short-way
-//!   call finding the queue full fails at once, naming why.
+//!   task ends and the app's stdin closes, as before. What waits to be written is bounded
+//!   ([`QUEUE_LIMIT_BYTES`]): an app that stops reading its stdin holds rmcp's next write, as a
+//!   full pipe did, and a short-way call finding the queue full fails at once, naming why.
 //!
 //! What the app does during a short-way call goes the way it went before: its notifications and
 //! questions are rmcp's to read, and reach the call's client through the session's handler
@@ -104,15 +104,6 @@ enum Refused {
 }
 
 impl Stdin {
-    /// Queues whole lines unless the app's stdin is closed or [`QUEUE_LIMIT_BYTES`] are waiting.
-    fn queue(&self, lines: Vec<u8>) -> Result<(), Refused> {
-        let queued = self.queued.load(Ordering::Acquire);
-        if queued >= QUEUE_LIMIT_BYTES {
-            return Err(Refused::Full(queued));
-        }
-        self.queue_anyway(lines)
-    }
-
     /// Queues whole lines whatever is waiting (rmcp's, once it was given room).
     fn queue_anyway(&self, lines: Vec<u8>) -> Result<(), Refused> {
         let _pipe = self.pipe.lock();
@@ -121,7 +112,8 @@ impl Stdin {
 
     /// Writes `lines` at once if nothing is queued before them and the pipe takes them without
     /// waiting; whatever it does not take is queued (first, as nothing else can be queued while
-    /// the pipe is held). Otherwise as [`Self::queue`].
+    /// the pipe is held). Otherwise queues them, unless the app's stdin is closed or
+    /// [`QUEUE_LIMIT_BYTES`] are waiting.
     ///
     /// Written only when nothing is queued, so the writer task is not waiting on the pipe: it
     /// waits on the queue, and the no-op waker this poll leaves with the pipe wakes no one who
@@ -129,9 +121,10 @@ impl Stdin {
     fn send_now(&self, lines: Vec<u8>) -> Result<(), Refused> {
         let mut pipe = self.pipe.lock();
         let Some(writer) = pipe.as_mut() else { return Err(Refused::Closed) };
-        if self.queued.load(Ordering::Acquire) != 0 {
-            drop(pipe);
-            return self.queue(lines);
+        match self.queued.load(Ordering::Acquire) {
+            0 => {}
+            queued if queued >= QUEUE_LIMIT_BYTES => return Err(Refused::Full(queued)),
+            _ => return self.push(lines),
         }
         let mut cx = Context::from_waker(std::task::Waker::noop());
         match writer.as_mut().poll_write(&mut cx, &lines) {
