@@ -108,7 +108,9 @@ impl AppHttp {
     }
 
     /// `url` parsed, from the cache if it was parsed before. Parsed as reqwest parses it (so what
-    /// it refuses is refused alike); a plain-HTTP one is then taken as hyper's `Uri`.
+    /// it refuses is refused alike); a plain-HTTP one is then taken as hyper's `Uri`, unless it
+    /// carries what only reqwest acts on: credentials (reqwest sends them as Basic
+    /// authorization, hyper would drop them) or a fragment (reqwest leaves it out).
     fn endpoint(&self, url: &str) -> Result<Endpoint, AbiError> {
         let mut endpoints = self.endpoints.lock();
         if let Some(endpoint) = endpoints.get(url) {
@@ -116,7 +118,9 @@ impl AppHttp {
         }
         let parsed = reqwest::Url::parse(url).map_err(|e| invalid(format!("'{url}' is not a valid URL: {e}")))?;
         let endpoint = match parsed.as_str().parse::<Uri>() {
-            Ok(uri) if parsed.scheme() == "http" => Endpoint::Plain(uri),
+            Ok(uri) if parsed.scheme() == "http" && parsed.username().is_empty() && parsed.password().is_none() && parsed.fragment().is_none() => {
+                Endpoint::Plain(uri)
+            }
             _ => Endpoint::Reqwest(parsed),
         };
         if endpoints.len() >= ENDPOINTS_MAX {
@@ -414,6 +418,14 @@ mod tests {
         assert!(matches!(http.endpoint("http://127.0.0.1:1/mcp").unwrap(), Endpoint::Plain(uri) if uri == "http://127.0.0.1:1/mcp"));
         assert!(matches!(http.endpoint("HTTP://Example.COM/mcp").unwrap(), Endpoint::Plain(uri) if uri == "http://example.com/mcp"));
         assert!(matches!(http.endpoint("https://127.0.0.1:1/mcp").unwrap(), Endpoint::Reqwest(_)));
+        assert!(matches!(http.endpoint("http://app:secret@127.0.0.1:1/mcp").unwrap(), Endpoint::Reqwest(_)), "credentials");
+        assert!(matches!(http.endpoint("http://127.0.0.1:1/mcp#part").unwrap(), Endpoint::Reqwest(_)), "a fragment");
+        let (url, _, requests) = server().await;
+        let with_credentials = url.replacen("http://", "http://app:secret@", 1);
+        let answer = http.post(post(&with_credentials, &[], "{}")).await.unwrap();
+        assert_eq!(read_to_end(&answer.body).await, "data: 1\n\ndata: 2\n\n");
+        let request = requests.lock()[0].clone();
+        assert!(request.to_ascii_lowercase().contains("authorization: basic YXBwOnNlY3JldA==".to_ascii_lowercase().as_str()), "credentials as reqwest sends them: {request}");
         // A server that answers the TLS hello as plain HTTP would: with something not TLS.
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let tls = format!("https://{}/mcp", listener.local_addr().unwrap());
