@@ -72,6 +72,38 @@ fn post_raw(gw: &GatewayProcess, app_and_query: &str, session: &str, body: &str)
     send(request.body(body.to_string()))
 }
 
+/// POSTs a body of `length` bytes to `path` as an HTTP client library does (reqwest: it reads
+/// the answer only once it has written the body, or when writing fails): the first `first`
+/// bytes, a pause in which the gateway sees them, then the rest.
+fn post_in_two_parts(gw: &GatewayProcess, path: &str, first: usize, length: usize) -> Reply {
+    /// `length` spaces, with a pause after the first `first`.
+    struct Paused {
+        sent: usize,
+        first: usize,
+        length: usize,
+    }
+    impl std::io::Read for Paused {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.sent == self.first {
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            let end = if self.sent < self.first { self.first } else { self.length };
+            let n = buf.len().min(end - self.sent);
+            buf[..n].fill(b' ');
+            self.sent += n;
+            Ok(n)
+        }
+    }
+    let body = reqwest::blocking::Body::sized(Paused { sent: 0, first, length }, length as u64);
+    send(
+        gw.client()
+            .post(gw.url(path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body),
+    )
+}
+
 /// The JSON-RPC message with `id` in a reply, whether it came as JSON or as an SSE stream.
 fn message_with_id(reply: &Reply, id: &Value) -> Value {
     if reply.header("content-type").is_some_and(|c| c.starts_with("text/event-stream")) {
@@ -261,6 +293,11 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     let reply = post_raw(&gw, "t", &session, &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(6_000_000)));
     assert_eq!(reply.status, 413, "{}", &reply.text[..reply.text.len().min(300)]);
     assert!(reply.json()["error"]["message"].as_str().unwrap().contains("exceeds"));
+    // A client still writing its body when the gateway has decided gets the 413 too, not a
+    // reset connection: the gateway reads the rest before it answers and closes.
+    let refused = post_in_two_parts(&gw, "/apps/mcp/t", 5_000_001, 6_000_000);
+    assert_eq!(refused.status, 413, "{}", refused.text);
+    assert!(refused.text.contains("exceeds 5000000 bytes"), "{}", refused.text);
 
     // Unknown and not-running apps: errors naming the app and its state (the session was opened
     // at a running app; the URL picks the app for each request).

@@ -6,8 +6,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -18,6 +17,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::connections::{read_limited, BodyRead};
 use super::GatewayState;
 use crate::chat::agent::{AppEvent, TurnRequest};
 use crate::relay::random_hex;
@@ -34,15 +34,13 @@ fn problem(status: StatusCode, code: &str, message: impl Into<String>) -> Respon
     response
 }
 
-fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Value, Response> {
-    let bytes = body.map_err(|rejection| {
-        if let Some(late) = super::connections::timed_out(&rejection) {
-            super::connections::request_timeout(late)
-        } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            problem(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("the request body exceeds {MAX_CHAT_BYTES} bytes"))
-        } else {
-            problem(StatusCode::BAD_REQUEST, "bad_body", format!("cannot read the request body: {rejection}"))
-        }
+fn read_body(body: Result<Bytes, BodyRead>) -> Result<Value, Response> {
+    let bytes = body.map_err(|e| match &e {
+        BodyRead::TooLarge(_) => problem(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("the {e}")),
+        BodyRead::Failed(failed) => match super::connections::timed_out(failed) {
+            Some(late) => super::connections::request_timeout(late),
+            None => problem(StatusCode::BAD_REQUEST, "bad_body", format!("cannot read the request body: {failed}")),
+        },
     })?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(problem(StatusCode::BAD_REQUEST, "empty_body", "the request body is empty; send a JSON object"));
@@ -62,7 +60,7 @@ fn valid_session_id(id: &str) -> bool {
 
 /// The body of `POST /apps/chat`, `{message?, sessionId?, appEvents?}`, read: the turn to run
 /// (a new session id when none is given), or the 4xx response naming the problem.
-pub fn turn_request(body: Result<Bytes, BytesRejection>) -> Result<TurnRequest, Response> {
+pub fn turn_request(body: Result<Bytes, BodyRead>) -> Result<TurnRequest, Response> {
     let body = read_body(body)?;
     let message = match &body["message"] {
         Value::Null => None,
@@ -103,8 +101,8 @@ pub fn turn_request(body: Result<Bytes, BytesRejection>) -> Result<TurnRequest, 
 }
 
 /// `POST /apps/chat`: `{message?, sessionId?, appEvents?}` → the turn's frames.
-pub async fn post(State(state): State<Arc<GatewayState>>, body: Result<Bytes, BytesRejection>) -> Response {
-    let request = match turn_request(body) {
+pub async fn post(State(state): State<Arc<GatewayState>>, body: Body) -> Response {
+    let request = match turn_request(read_limited(body, MAX_CHAT_BYTES).await) {
         Ok(request) => request,
         Err(response) => return response,
     };
@@ -129,7 +127,7 @@ pub async fn post(State(state): State<Arc<GatewayState>>, body: Result<Bytes, By
 /// The body of `POST /apps/chat/{sessionId}/input`, `{inputId, result}` or `{inputId, error}`,
 /// read: the input id and the answer (the client's result, or its JSON-RPC error object), or the
 /// 4xx response naming the problem.
-pub fn input_answer(body: Result<Bytes, BytesRejection>) -> Result<(String, Result<Value, Value>), Response> {
+pub fn input_answer(body: Result<Bytes, BodyRead>) -> Result<(String, Result<Value, Value>), Response> {
     let body = read_body(body)?;
     let Some(input_id) = body["inputId"].as_str() else {
         return Err(problem(StatusCode::BAD_REQUEST, "bad_input", "inputId (a string) is required"));
@@ -144,8 +142,8 @@ pub fn input_answer(body: Result<Bytes, BytesRejection>) -> Result<(String, Resu
 
 /// `POST /apps/chat/{sessionId}/input`: `{inputId, result}` (or `{inputId, error}`) answers an
 /// `input` frame of that session's running turn.
-pub async fn input(State(state): State<Arc<GatewayState>>, Path(session_id): Path<String>, body: Result<Bytes, BytesRejection>) -> Response {
-    let (input_id, answer) = match input_answer(body) {
+pub async fn input(State(state): State<Arc<GatewayState>>, Path(session_id): Path<String>, body: Body) -> Response {
+    let (input_id, answer) = match input_answer(read_limited(body, MAX_CHAT_BYTES).await) {
         Ok(read) => read,
         Err(response) => return response,
     };

@@ -203,6 +203,48 @@ pub async fn body_deadline(State(limits): State<ConnectionLimits>, request: Requ
     response
 }
 
+/// Why [`read_limited`] returned no body.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyRead {
+    /// The body is longer than the limit; what followed was read and thrown away (up to as much
+    /// again), so the answer reaches the client (see [`read_limited`]).
+    #[error("request body exceeds {0} bytes")]
+    TooLarge(usize),
+    /// The body failed: it did not arrive in time ([`timed_out`] finds why) or the client went.
+    #[error(transparent)]
+    Failed(#[from] axum::Error),
+}
+
+/// A body of at most `limit` bytes, read whole.
+///
+/// A longer one is refused, but its rest is read and thrown away — up to `limit` bytes more,
+/// within the body's deadline — before the caller answers. A server that answers and closes
+/// with the client's bytes still unread makes the kernel reset the connection, and a client
+/// still writing its body then sees "broken pipe" or "connection reset" instead of the 413 the
+/// gateway wrote (a lingering close). The answer still closes the connection
+/// ([`with_connection_close`]): the rest may be longer than what was drained.
+pub async fn read_limited(body: Body, limit: usize) -> Result<Bytes, BodyRead> {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut collected = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame?.into_data() else { continue };
+        if collected.len() + data.len() > limit {
+            let mut drained = collected.len() + data.len() - limit;
+            drop(collected);
+            while drained <= limit {
+                match body.frame().await {
+                    Some(Ok(frame)) => drained += frame.data_ref().map_or(0, Bytes::len),
+                    _ => break,
+                }
+            }
+            return Err(BodyRead::TooLarge(limit));
+        }
+        collected.extend_from_slice(&data);
+    }
+    Ok(collected.freeze())
+}
+
 /// The rest of an unread body can never be skipped: the connection cannot carry another request.
 pub fn with_connection_close(mut response: Response) -> Response {
     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -241,5 +283,51 @@ impl http_body::Body for DeadlineBody {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// A body of `chunks` chunks of 1,000 bytes that counts how many were read.
+    fn counted_body(chunks: usize) -> (Body, Arc<AtomicUsize>) {
+        let read = Arc::new(AtomicUsize::new(0));
+        let counter = read.clone();
+        let stream = futures::stream::iter(0..chunks).map(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(Bytes::from(vec![b'x'; 1_000]))
+        });
+        (Body::from_stream(stream), read)
+    }
+
+    use futures::StreamExt;
+
+    #[tokio::test]
+    async fn a_body_within_the_limit_is_read_whole() {
+        let (body, read) = counted_body(5);
+        let bytes = read_limited(body, 5_000).await.unwrap();
+        assert_eq!(bytes.len(), 5_000);
+        assert_eq!(read.load(Ordering::SeqCst), 5);
+    }
+
+    #[tokio::test]
+    async fn the_rest_of_a_body_over_the_limit_is_drained_before_the_refusal() {
+        let (body, read) = counted_body(8);
+        let refused = read_limited(body, 5_000).await.unwrap_err();
+        assert!(matches!(refused, BodyRead::TooLarge(5_000)), "{refused}");
+        assert_eq!(refused.to_string(), "request body exceeds 5000 bytes");
+        assert_eq!(read.load(Ordering::SeqCst), 8, "the whole body was read, so the client can read the answer");
+    }
+
+    #[tokio::test]
+    async fn draining_stops_after_as_much_again_as_the_limit() {
+        let (body, read) = counted_body(1_000);
+        assert!(matches!(read_limited(body, 5_000).await, Err(BodyRead::TooLarge(5_000))));
+        let read = read.load(Ordering::SeqCst);
+        assert!((10..=12).contains(&read), "read {read} chunks of 1,000 bytes for a limit of 5,000");
     }
 }

@@ -24,7 +24,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use host_abi::jsonrpc;
 
-use super::connections;
+use super::connections::{self, BodyRead};
 use serde_json::{json, Value};
 
 const BATCH_REFUSED: &str = "Invalid Request: JSON-RPC batches are not part of MCP since 2025-06-18; send one message per POST";
@@ -38,14 +38,17 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
-    let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
+    let bytes: Bytes = match connections::read_limited(body, limit).await {
         Ok(bytes) => bytes,
         Err(e) => {
-            let (status, message) = match connections::timed_out(&e) {
-                Some(late) => (StatusCode::REQUEST_TIMEOUT, late.to_string()),
-                None => (StatusCode::PAYLOAD_TOO_LARGE, format!("request body exceeds {limit} bytes (Gateway.MaxRequestBytes)")),
+            let (status, message) = match &e {
+                BodyRead::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, format!("{e} (Gateway.MaxRequestBytes)")),
+                BodyRead::Failed(failed) => match connections::timed_out(failed) {
+                    Some(late) => (StatusCode::REQUEST_TIMEOUT, late.to_string()),
+                    None => (StatusCode::BAD_REQUEST, format!("the request body could not be read: {failed}")),
+                },
             };
-            // The rest of the body is never read: the connection cannot carry another request.
+            // The rest of the body may be unread: the connection cannot carry another request.
             return connections::with_connection_close(refuse(status, &Value::Null, jsonrpc::INVALID_REQUEST, message));
         }
     };

@@ -17,7 +17,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::DefaultBodyLimit;
 use axum::middleware::from_fn_with_state;
 use axum::routing::{any, get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -152,8 +151,8 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/admin/workspace/mcp/{id}", get(workspace_mcp::get).put(workspace_mcp::change).delete(workspace_mcp::remove))
         .route("/admin/mcpapps/{id}/start", post(admin::start_app))
         .route("/admin/mcpapps/{id}/stop", post(admin::stop_app))
-        .route("/apps/chat", post(chat::post).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BYTES)))
-        .route("/apps/chat/{session_id}/input", post(chat::input).layer(DefaultBodyLimit::max(chat::MAX_CHAT_BYTES)))
+        .route("/apps/chat", post(chat::post))
+        .route("/apps/chat/{session_id}/input", post(chat::input))
         .route("/apps/sessions", get(chat::list))
         .route("/apps/sessions/{id}", get(chat::get).delete(chat::delete))
         .route("/apps/mcp/{app_id}", any(apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))

@@ -51,10 +51,12 @@ pub async fn forward(
 ) -> Option<Value> {
     let (call_id, app_id, message_json) = (request.call_id, request.app_id.as_str(), request.message_json.as_str());
     let (session_id, extra_json) = (request.session_id.as_str(), request.extra_json.as_str());
-    let message: Value = match serde_json::from_str(message_json) {
+    let mut message: Value = match serde_json::from_str(message_json) {
         Ok(m) => m,
         Err(e) => return Some(error_response(&Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}"), None)),
     };
+    // The message is this call's own: its params are taken, not copied.
+    let taken_params = message.get_mut("params").map(Value::take);
     let id = message.get("id").cloned();
     let Some(method) = message.get("method").and_then(Value::as_str) else {
         let id = id.unwrap_or(Value::Null);
@@ -80,7 +82,7 @@ pub async fn forward(
     if !FORWARDED_METHODS.contains(&method) {
         return Some(error_response(&id, jsonrpc::METHOD_NOT_FOUND, format!("Method not found: '{method}' is not forwarded to apps"), None));
     }
-    let mut params = message.get("params").cloned();
+    let mut params = taken_params;
     if params.as_ref().is_some_and(|p| !p.is_object() && !p.is_null()) {
         return Some(error_response(&id, jsonrpc::INVALID_PARAMS, "Invalid params: params must be an object", None));
     }
