@@ -538,6 +538,11 @@ fn auth_session_and_token_sources() {
     let bad = send(t.gw.client().post(format!("{}/auth/session", t.base)).json(&json!({"token": "wrong"})));
     assert_eq!(bad.status, 401);
     assert!(bad.header("set-cookie").is_none());
+    // A body no token needs is refused by its size, naming it.
+    let huge = send(t.gw.client().post(format!("{}/auth/session", t.base)).json(&json!({"token": "x".repeat(100_000)})));
+    assert_eq!(huge.status, 413, "{}", huge.text);
+    assert_eq!(huge.json()["error"]["code"], "too_large", "{}", huge.text);
+    assert!(huge.json()["error"]["message"].as_str().unwrap().contains("65536 bytes"), "{}", huge.text);
     let good = send(t.gw.client().post(format!("{}/auth/session", t.base)).json(&json!({"token": "from-the-environment"})));
     assert_eq!(good.status, 200, "{}", good.text);
     let cookie = good.header("set-cookie").unwrap().split(';').next().unwrap().to_string();

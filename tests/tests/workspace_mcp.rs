@@ -165,6 +165,10 @@ fn workspace_servers_are_added_changed_removed_and_persisted() {
     let (status, body) = admin(&gw, Method::POST, "/admin/workspace/mcp", Some(json!({"id": "x", "transport": "stdio", "comand": "y"})), Some(TOKEN));
     assert_eq!(status, 400, "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("comand"), "{body}");
+    let huge = json!({"id": "big", "transport": "stdio", "command": "x".repeat(2_000_000)});
+    let (status, body) = admin(&gw, Method::POST, "/admin/workspace/mcp", Some(huge), Some(TOKEN));
+    assert_eq!(status, 413, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("exceeds 1048576 bytes"), "{body}");
 
     // Add: the server runs, its tools join the registry and /mcp, and /mcp clients hear of it.
     drain(&stream);

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -23,6 +23,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::auth::json_error;
+use super::connections;
 use super::GatewayState;
 use crate::module_host::SwapError;
 use crate::module_loader::LoadError;
@@ -37,10 +38,14 @@ pub fn drain_bound(state: &GatewayState) -> Duration {
 }
 
 /// `POST /admin/module`.
-pub async fn swap_module(State(state): State<Arc<GatewayState>>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn swap_module(State(state): State<Arc<GatewayState>>, headers: HeaderMap, body: Body) -> Response {
     if let Some(refusal) = state.auth.admin_refusal(&headers) {
         return refusal;
     }
+    let body = match connections::read_body(body, connections::MAX_JSON_BODY_BYTES).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
     let Some(path) = serde_json::from_slice::<Value>(&body).ok().and_then(|b| b["path"].as_str().map(PathBuf::from)) else {
         return json_error(StatusCode::BAD_REQUEST, "bad_body", "send a JSON object {\"path\": \"…/libmcpapp_plugin….so\"}");
     };

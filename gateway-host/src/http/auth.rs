@@ -465,6 +465,9 @@ fn rebinding_check(auth: &AuthPolicy, request: &Request) -> Option<Response> {
     None
 }
 
+/// The largest body `POST /auth/session` reads: a token, before any credential is checked.
+const MAX_LOGIN_BYTES: usize = 64 * 1024;
+
 /// `POST /auth/session`: the token (Bearer header or JSON body `{"token": …}`) → a session cookie
 /// (HttpOnly, SameSite=Strict) for browsers, which cannot set headers on every request.
 pub async fn create_session(State(state): State<Arc<GatewayState>>, headers: HeaderMap, body: Body) -> Response {
@@ -476,7 +479,10 @@ pub async fn create_session(State(state): State<Arc<GatewayState>>, headers: Hea
             "no token is configured (Gateway.AuthToken); the gateway is open on loopback and needs no session",
         );
     }
-    let body = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    let body = match super::connections::read_body(body, MAX_LOGIN_BYTES).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
     let from_body = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|v| v.get("token").and_then(Value::as_str).map(str::to_string));

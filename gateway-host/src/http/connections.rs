@@ -29,7 +29,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
@@ -38,6 +38,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Sleep;
 
+use super::auth::json_error;
 use crate::settings::Settings;
 
 const DEFAULT_HEADER_READ: Duration = Duration::from_secs(15);
@@ -251,6 +252,21 @@ pub async fn read_limited(body: Body, limit: usize) -> Result<Bytes, BodyRead> {
     })
 }
 
+/// The largest body of the gateway's own JSON routes (chat, admin).
+pub const MAX_JSON_BODY_BYTES: usize = 1024 * 1024;
+
+/// [`read_limited`] for the routes that answer problems as `{"error": {code, message}}` (not
+/// JSON-RPC): the refusal is the response to send — 413 `too_large`, 408, or 400 `bad_body`.
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, Response> {
+    read_limited(body, limit).await.map_err(|e| match &e {
+        BodyRead::TooLarge(_) => with_connection_close(json_error(StatusCode::PAYLOAD_TOO_LARGE, "too_large", format!("the {e}"))),
+        BodyRead::Failed(failed) => match timed_out(failed) {
+            Some(late) => request_timeout(late),
+            None => json_error(StatusCode::BAD_REQUEST, "bad_body", format!("cannot read the request body: {failed}")),
+        },
+    })
+}
+
 /// The rest of an unread body can never be skipped: the connection cannot carry another request.
 pub fn with_connection_close(mut response: Response) -> Response {
     response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -259,8 +275,7 @@ pub fn with_connection_close(mut response: Response) -> Response {
 
 /// A 408 naming the deadline, as a JSON body for the routes that are not JSON-RPC.
 pub fn request_timeout(e: &BodyTimedOut) -> Response {
-    let body = serde_json::json!({ "error": { "code": "request_timeout", "message": e.to_string() } });
-    with_connection_close((StatusCode::REQUEST_TIMEOUT, axum::Json(body)).into_response())
+    with_connection_close(json_error(StatusCode::REQUEST_TIMEOUT, "request_timeout", e.to_string()))
 }
 
 struct DeadlineBody {

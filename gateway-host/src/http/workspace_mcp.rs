@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
+use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 
 use super::admin::module_failure;
 use super::auth::json_error;
+use super::connections;
 use super::GatewayState;
 use crate::workspace::{ServerDefinition, WorkspaceError};
 
@@ -61,11 +62,11 @@ pub async fn get(State(state): State<Arc<GatewayState>>, headers: HeaderMap, Pat
 }
 
 /// `POST /admin/workspace/mcp`: the body is a definition with its `id`.
-pub async fn add(State(state): State<Arc<GatewayState>>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn add(State(state): State<Arc<GatewayState>>, headers: HeaderMap, body: Body) -> Response {
     if let Some(refusal) = state.auth.admin_refusal(&headers) {
         return refusal;
     }
-    let mut body = match parse(&body) {
+    let mut body = match parse(body).await {
         Ok(body) => body,
         Err(response) => return response,
     };
@@ -76,11 +77,11 @@ pub async fn add(State(state): State<Arc<GatewayState>>, headers: HeaderMap, bod
 }
 
 /// `PUT /admin/workspace/mcp/{id}`: the body is the whole new definition.
-pub async fn change(State(state): State<Arc<GatewayState>>, headers: HeaderMap, Path(id): Path<String>, body: Bytes) -> Response {
+pub async fn change(State(state): State<Arc<GatewayState>>, headers: HeaderMap, Path(id): Path<String>, body: Body) -> Response {
     if let Some(refusal) = state.auth.admin_refusal(&headers) {
         return refusal;
     }
-    let mut body = match parse(&body) {
+    let mut body = match parse(body).await {
         Ok(body) => body,
         Err(response) => return response,
     };
@@ -145,8 +146,10 @@ async fn live_states(state: &GatewayState) -> std::collections::HashMap<String, 
     }
 }
 
-fn parse(body: &[u8]) -> Result<Value, Response> {
-    match serde_json::from_slice::<Value>(body) {
+/// The body as a JSON object, or the 4xx naming what is wrong with it.
+async fn parse(body: Body) -> Result<Value, Response> {
+    let body = connections::read_body(body, connections::MAX_JSON_BODY_BYTES).await?;
+    match serde_json::from_slice::<Value>(&body) {
         Ok(value) if value.is_object() => Ok(value),
         Ok(_) => Err(json_error(StatusCode::BAD_REQUEST, "bad_definition", "the body must be a JSON object")),
         Err(e) => Err(json_error(StatusCode::BAD_REQUEST, "bad_json", format!("the body is not JSON: {e}"))),
