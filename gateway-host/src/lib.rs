@@ -59,4 +59,7 @@ pub mod fuzzing {
     pub use crate::logging::{setup as log_setup, Mode as LogMode};
     pub use crate::settings::Settings;
     pub use crate::tools::preference::Preference;
+    pub use crate::workspace::{
+        check_definition as check_workspace_definition, to_config_entry as workspace_server_entry, FieldProblem, ServerDefinition,
+    };
 }

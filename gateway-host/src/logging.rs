@@ -11,6 +11,25 @@
 //! The configuration is read before this runs (the format comes from it), so a problem with the
 //! `Logging` section is kept in [`LogSetup::problems`] and logged by [`init`] once the
 //! subscriber is in place.
+//!
+//! **One record, one line.** Records carry what arrived from outside (ids, URLs, commands, header
+//! and variable names, tool arguments, an app's own log lines through the module), so no control
+//! character of theirs reaches stderr: a newline in an id would forge a line of its own, an ESC
+//! would restyle the operator's terminal. Two places see to it. In the plain format the fields
+//! (the message among them) are escaped as they are written ([`EscapedFields`]: `\n`, `\u{1b}`),
+//! before the formatter adds its own colours; then every record passes [`EscapingWriter`] on its
+//! way out, which escapes any control character left (in a target, a span) except the record's
+//! final newline and, on a terminal, the formatter's colour sequences. The JSON format escapes
+//! C0 controls inside its strings itself; the writer escapes the rest there (DEL, C1, U+2028/9) as
+//! JSON `\u00XX` escapes, so a record stays one line of valid JSON.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::Write;
+
+use tracing_subscriber::field::{RecordFields, VisitOutput as _};
+use tracing_subscriber::fmt::format::{DefaultVisitor, Writer};
+use tracing_subscriber::fmt::{FormatFields, MakeWriter};
 
 use crate::settings::Settings;
 
@@ -112,15 +131,217 @@ fn parse(directives: &str) -> Result<(), String> {
 /// Installs the subscriber (and the `log` bridge) and logs the setup's problems.
 pub fn init(setup: &LogSetup) {
     use std::io::IsTerminal as _;
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::builder().parse(&setup.filter).unwrap_or_else(|_| EnvFilter::new(SERVE_DEFAULT_FILTER));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    match setup.format {
-        Format::Plain => builder.with_ansi(std::io::stderr().is_terminal()).init(),
-        Format::Json => builder.json().flatten_event(true).with_span_list(false).with_ansi(false).init(),
-    }
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    subscriber(setup, std::io::stderr().is_terminal(), std::io::stderr).init();
     for problem in &setup.problems {
         tracing::warn!("{problem}");
+    }
+}
+
+/// The subscriber [`init`] installs, writing to `out`; `colours` when `out` is a terminal.
+fn subscriber<W>(setup: &LogSetup, colours: bool, out: W) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::builder().parse(&setup.filter).unwrap_or_else(|_| EnvFilter::new(SERVE_DEFAULT_FILTER));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match setup.format {
+        Format::Plain => Box::new(
+            builder
+                .fmt_fields(EscapedFields)
+                .with_ansi(colours)
+                .with_writer(EscapingWriter { out, escaping: Escaping::Plain { keep_colours: colours } })
+                .finish(),
+        ),
+        Format::Json => Box::new(
+            builder
+                .json()
+                .flatten_event(true)
+                .with_span_list(false)
+                .with_ansi(false)
+                .with_writer(EscapingWriter { out, escaping: Escaping::Json })
+                .finish(),
+        ),
+    }
+}
+
+/// How a control character is written out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Escaping {
+    /// As Rust writes it in a string: `\n`, `\r`, `\t`, else `\u{1b}`. With `keep_colours`, a
+    /// colour sequence (`ESC [ digits ; … m`, what the formatter writes on a terminal) passes whole.
+    Plain { keep_colours: bool },
+    /// As a JSON string escape, `\u001b`: the line stays valid JSON meaning the same text.
+    Json,
+}
+
+/// What may not reach a log line raw: the control characters (C0, DEL, C1) and the two Unicode
+/// line breaks (U+2028, U+2029) that some viewers end a line at.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || c == '\u{2028}' || c == '\u{2029}'
+}
+
+/// `record` with every character [`needs_escape`] says escaped, but for the one final newline
+/// that ends the record. Borrowed when nothing needed escaping, the usual case.
+fn escape_record(record: &str, escaping: Escaping) -> Cow<'_, str> {
+    match record.strip_suffix('\n') {
+        Some(body) => match escape(body, escaping) {
+            Cow::Borrowed(_) => Cow::Borrowed(record),
+            Cow::Owned(mut escaped) => {
+                escaped.push('\n');
+                Cow::Owned(escaped)
+            }
+        },
+        None => escape(record, escaping),
+    }
+}
+
+/// `text` with every character [`needs_escape`] says escaped (a colour sequence kept whole when
+/// `escaping` keeps colours).
+fn escape(text: &str, escaping: Escaping) -> Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let colour = match escaping {
+            Escaping::Plain { keep_colours: true } if c == '\x1b' => colour_sequence_len(rest),
+            _ => None,
+        };
+        let taken = match colour {
+            Some(len) => {
+                out.push_str(&rest[..len]);
+                len
+            }
+            None => {
+                push_escaped(&mut out, c, escaping);
+                c.len_utf8()
+            }
+        };
+        rest = &rest[taken..];
+    }
+    Cow::Owned(out)
+}
+
+/// The length of the SGR sequence (`ESC [ 1 ; 31 m`) `text` starts with, if it starts with one.
+fn colour_sequence_len(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes().strip_prefix(b"\x1b[")?;
+    let params = bytes.iter().take_while(|b| b.is_ascii_digit() || **b == b';').count();
+    (bytes.get(params) == Some(&b'm')).then_some(2 + params + 1)
+}
+
+fn push_escaped(out: &mut String, c: char, escaping: Escaping) {
+    use fmt::Write as _;
+    if !needs_escape(c) {
+        out.push(c);
+        return;
+    }
+    let _ = match (escaping, c) {
+        (Escaping::Json, c) => write!(out, "\\u{:04x}", c as u32),
+        (Escaping::Plain { .. }, '\n') => write!(out, "\\n"),
+        (Escaping::Plain { .. }, '\r') => write!(out, "\\r"),
+        (Escaping::Plain { .. }, '\t') => write!(out, "\\t"),
+        (Escaping::Plain { .. }, c) => write!(out, "\\u{{{:x}}}", c as u32),
+    };
+}
+
+/// A [`MakeWriter`] over `out` whose writers hold a record until the formatter is done with it,
+/// then write it escaped ([`escape_record`]) in one piece: the record's last newline is known
+/// to be its own, however the formatter cut its writes.
+struct EscapingWriter<M> {
+    out: M,
+    escaping: Escaping,
+}
+
+impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for EscapingWriter<M> {
+    type Writer = RecordWriter<M::Writer>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        RecordWriter { record: Vec::new(), out: self.out.make_writer(), escaping: self.escaping }
+    }
+
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        RecordWriter { record: Vec::new(), out: self.out.make_writer_for(meta), escaping: self.escaping }
+    }
+}
+
+/// One record on its way out (see [`EscapingWriter`]).
+struct RecordWriter<W: Write> {
+    record: Vec<u8>,
+    out: W,
+    escaping: Escaping,
+}
+
+impl<W: Write> Write for RecordWriter<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.record.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W: Write> Drop for RecordWriter<W> {
+    fn drop(&mut self) {
+        if self.record.is_empty() {
+            return;
+        }
+        let text = String::from_utf8_lossy(&self.record);
+        // Nowhere to report a failure to write the log to.
+        let _ = self.out.write_all(escape_record(&text, self.escaping).as_bytes());
+        let _ = self.out.flush();
+    }
+}
+
+/// The plain format's fields, written as tracing-subscriber's `DefaultFields` writes them (the
+/// message bare, others `name=value`, names in italics on a terminal) but with each value's
+/// control characters escaped first — so that the writer, which lets the formatter's colours
+/// through on a terminal, is never handed an ESC from a value.
+struct EscapedFields;
+
+impl<'w> FormatFields<'w> for EscapedFields {
+    fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {
+        let mut visitor = EscapingVisitor(DefaultVisitor::new(writer, true));
+        fields.record(&mut visitor);
+        visitor.0.finish()
+    }
+}
+
+/// Renders each value as `DefaultVisitor` would, escapes it, and hands it on to be written.
+struct EscapingVisitor<'w>(DefaultVisitor<'w>);
+
+impl tracing::field::Visit for EscapingVisitor<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+        if field.name().starts_with("log.") {
+            // The `log` bridge's metadata, which the formatter shows elsewhere and skips here.
+            return self.0.record_debug(field, value);
+        }
+        let text = format!("{value:?}");
+        let escaped = escape(&text, Escaping::Plain { keep_colours: false });
+        self.0.record_debug(field, &format_args!("{escaped}"));
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.record_debug(field, &format_args!("{value}"))
+        } else {
+            self.record_debug(field, &value)
+        }
+    }
+
+    fn record_error(&mut self, field: &tracing::field::Field, value: &(dyn std::error::Error + 'static)) {
+        let mut text = value.to_string();
+        let mut source = value.source();
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        self.record_debug(field, &format_args!("{text}"))
     }
 }
 
@@ -156,6 +377,81 @@ mod tests {
         assert_eq!(setup(Some(&aspnet), Mode::Serve, 0, None).filter, "warn");
         let directives = settings(json!({"Logging": {"Level": "info,mcpapp_plugin=debug"}}));
         assert_eq!(setup(Some(&directives), Mode::Serve, 0, None).filter, "info,mcpapp_plugin=debug");
+    }
+
+    /// What a subscriber of `format` writes for the records `emit` makes.
+    fn written(format: Format, colours: bool, emit: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Capture(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
+        impl Write for Capture {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let capture = Capture::default();
+        let sink = capture.clone();
+        let setup = LogSetup { format, filter: "info".into(), problems: Vec::new() };
+        tracing::subscriber::with_default(subscriber(&setup, colours, move || sink.clone()), emit);
+        let bytes = capture.0.lock().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    /// Text from outside with every kind of line break and terminal control in it.
+    const HOSTILE: &str = "app\nFORGED INFO gateway: admin logged in\r\x1b[31mred\x1b]0;title\x07\u{85}\u{2028}\t\x7f end";
+
+    fn assert_one_clean_line(out: &str, colours: bool) {
+        let body = out.strip_suffix('\n').unwrap_or_else(|| panic!("no final newline: {out:?}"));
+        for (i, c) in body.char_indices() {
+            let colour = colours && c == '\x1b' && colour_sequence_len(&body[i..]).is_some();
+            assert!(!needs_escape(c) || colour, "a raw {c:?} at {i} in {out:?}");
+        }
+    }
+
+    #[test]
+    fn plain_records_carry_no_control_character_from_their_content() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("refused: {0}")]
+        struct Refused(String);
+        for colours in [false, true] {
+            let out = written(Format::Plain, colours, || {
+                tracing::warn!(url = %HOSTILE, name = HOSTILE, "Workspace MCP server '{HOSTILE}' is not started");
+                let error = Refused(HOSTILE.to_string());
+                tracing::error!(error = &error as &(dyn std::error::Error + 'static), "failed");
+            });
+            assert_eq!(out.matches('\n').count(), 2, "two records, two lines: {out:?}");
+            for line in out.split_inclusive('\n') {
+                assert_one_clean_line(line, colours);
+                assert!(!line.starts_with("FORGED"), "{out:?}");
+            }
+            assert!(out.contains(r"app\nFORGED INFO gateway: admin logged in\r\u{1b}[31mred"), "{out:?}");
+            assert!(out.contains(r"\u{85}\u{2028}\t\u{7f} end"), "{out:?}");
+            assert_eq!(out.contains('\x1b'), colours, "the formatter's own colours, and only on a terminal: {out:?}");
+        }
+    }
+
+    #[test]
+    fn json_records_stay_one_line_of_json_meaning_the_same_text() {
+        let out = written(Format::Json, false, || tracing::warn!(url = %HOSTILE, "{HOSTILE}"));
+        assert_one_clean_line(&out, false);
+        let record: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(record["message"], HOSTILE, "{out}");
+        assert_eq!(record["url"], HOSTILE, "{out}");
+    }
+
+    #[test]
+    fn escaping_keeps_the_final_newline_and_on_a_terminal_the_colours() {
+        let plain = Escaping::Plain { keep_colours: false };
+        assert_eq!(escape_record("a\nb\n", plain), "a\\nb\n");
+        assert!(matches!(escape_record("calm line\n", plain), Cow::Borrowed(_)));
+        assert_eq!(escape_record("x\n\n", plain), "x\\n\n");
+        let colours = Escaping::Plain { keep_colours: true };
+        assert_eq!(escape_record("\x1b[1;31mERROR\x1b[0m \x1b]0;t\x07\n", colours), "\x1b[1;31mERROR\x1b[0m \\u{1b}]0;t\\u{7}\n");
+        assert_eq!(escape_record("\x1b[31", colours), "\\u{1b}[31");
+        assert_eq!(escape_record("a\u{2028}b\n", Escaping::Json), "a\\u2028b\n");
     }
 
     #[test]

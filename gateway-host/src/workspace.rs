@@ -18,12 +18,18 @@
 //! The check is made when a definition is written and again whenever the document is built
 //! (the allowlist may have shrunk since), and environment variables that would change which
 //! program or library runs (`PATH`, `LD_*`, `DYLD_*`) are refused.
+//!
+//! Every other rule of a definition is the module's own rule for a `Plugins.Mcp` server
+//! (mcpapp-plugin's `manifest.rs`, the bound [`MAX_TIMEOUT_SECONDS`] shared through host-abi),
+//! applied here when the definition is written, or stricter: a definition the routes accept is
+//! one the module starts, never one it marks Failed after a 201. The fuzz target
+//! `workspace_definition` holds the host to that against the module's code.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use host_abi::payloads::{ReconfigureParams, ReloadReport, RECONFIGURE};
+use host_abi::payloads::{ReconfigureParams, ReloadReport, MAX_TIMEOUT_SECONDS, RECONFIGURE};
 use host_abi::AbiError;
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -39,7 +45,9 @@ pub const FILE_NAME: &str = "workspace-mcp.json";
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServerDefinition {
-    /// `stdio` (a command the gateway starts) or `http` (a Streamable HTTP URL).
+    /// `stdio` (a command the gateway starts) or `http` (a Streamable HTTP URL). Required; the
+    /// default (empty) only lets [`ServerDefinition::from_json`] read one field at a time.
+    #[serde(default)]
     pub transport: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
@@ -66,11 +74,43 @@ fn yes() -> bool {
     true
 }
 
+impl ServerDefinition {
+    /// Reads a definition from a request body. A field of the wrong type or an unknown field is
+    /// refused naming it: serde's message for a wrong type names only the type, so on an error
+    /// each field is read alone (every field has a default) to find the one at fault.
+    pub fn from_json(body: &Value) -> Result<ServerDefinition, FieldProblem> {
+        ServerDefinition::deserialize(body).map_err(|e| {
+            let culprit = body.as_object().and_then(|fields| {
+                fields
+                    .iter()
+                    .find(|(name, value)| ServerDefinition::deserialize(&json!({ name.as_str(): value })).is_err())
+                    .map(|(name, _)| shown(name))
+            });
+            FieldProblem::new(culprit.unwrap_or_else(|| "definition".to_string()), e.to_string())
+        })
+    }
+}
+
+/// What is wrong with one field of a definition: every refusal of a definition names its field
+/// (`environment.FOO`, `headers.X-Key`, `arguments[2]`), as the module's validation errors do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldProblem {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldProblem {
+    fn new(field: impl Into<String>, message: impl Into<String>) -> FieldProblem {
+        FieldProblem { field: field.into(), message: message.into() }
+    }
+}
+
 /// Why a definition or an edit is refused; each names what is wrong.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(#[from] FieldProblem),
     #[error("command '{command}' is not in Plugins.Mcp.AllowedCommands{hint}")]
     NotAllowed { command: String, hint: String },
     #[error("MCP server '{0}' is defined in the configuration file; change it there")]
@@ -281,58 +321,201 @@ fn forbidden_variable(name: &str) -> bool {
     upper == "PATH" || upper.starts_with("LD_") || upper.starts_with("DYLD_")
 }
 
-/// The rules for one workspace definition, each refusal naming the field.
+/// The rules for one workspace definition against the configuration: its own rules
+/// ([`check_definition`]), an id the configuration file does not define, and a command the
+/// allowlist names exactly as it will run.
 fn check(id: &str, def: &ServerDefinition, allowed: &AllowedCommands, settings: &Settings) -> Result<(), WorkspaceError> {
-    let invalid = |m: String| Err(WorkspaceError::Invalid(m));
-    let id_ok = !id.is_empty()
-        && id.len() <= 64
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
-    if !id_ok {
-        return invalid(format!(
-            "id '{id}': use 1–64 letters, digits, '-', '_' or '.', starting with a letter or digit"
-        ));
-    }
+    check_definition(id, def)?;
     if configured_ids(settings).iter().any(|c| c == id) {
         return Err(WorkspaceError::InConfiguration(id.to_string()));
     }
-    match def.transport.as_str() {
-        "stdio" => {
-            let Some(command) = def.command.as_deref().map(str::trim).filter(|c| !c.is_empty()) else {
-                return invalid("command: a stdio server needs the command to run".into());
+    if let Some(command) = def.command.as_deref() {
+        if !allowed.allows(command) {
+            let hint = if allowed.0.is_empty() {
+                " (the list is empty: add the executable there to allow it)".to_string()
+            } else {
+                format!(" (allowed: {})", allowed.0.join(", "))
             };
-            if def.url.is_some() {
-                return invalid("url: a stdio server has no url (did you mean transport \"http\"?)".into());
-            }
-            if !allowed.allows(command) {
-                let hint = if allowed.0.is_empty() {
-                    " (the list is empty: add the executable there to allow it)".to_string()
-                } else {
-                    format!(" (allowed: {})", allowed.0.join(", "))
-                };
-                return Err(WorkspaceError::NotAllowed { command: command.to_string(), hint });
-            }
-        }
-        "http" => {
-            let Some(url) = def.url.as_deref() else { return invalid("url: an http server needs its URL".into()) };
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return invalid(format!("url '{url}': expected an http:// or https:// URL"));
-            }
-            if def.command.is_some() || !def.arguments.is_empty() {
-                return invalid("command: an http server is not started by the gateway; leave command and arguments out".into());
-            }
-        }
-        other => return invalid(format!("transport '{other}': expected \"stdio\" or \"http\"")),
-    }
-    if let Some(name) = def.environment.keys().find(|k| forbidden_variable(k)) {
-        return invalid(format!("environment.{name}: PATH, LD_* and DYLD_* cannot be set (they change which program runs)"));
-    }
-    for (what, seconds) in [("startupTimeoutSeconds", def.startup_timeout_seconds), ("requestTimeoutSeconds", def.request_timeout_seconds)] {
-        if seconds == Some(0) {
-            return invalid(format!("{what}: must be at least 1"));
+            return Err(WorkspaceError::NotAllowed { command: shown(command), hint });
         }
     }
     Ok(())
+}
+
+/// A definition's own rules, whatever the configuration: the module's rules for a `Plugins.Mcp`
+/// server (mcpapp-plugin `Manifest::validate`), or stricter where the module's would let a
+/// definition through that cannot run or that would put control characters into names. The
+/// first problem is returned, naming its field.
+pub fn check_definition(id: &str, def: &ServerDefinition) -> Result<(), FieldProblem> {
+    check_id(id)?;
+    match def.transport.as_str() {
+        "stdio" => check_stdio(def)?,
+        "http" => check_http(def)?,
+        "" => return Err(FieldProblem::new("transport", "is required: \"stdio\" or \"http\"")),
+        other => return Err(FieldProblem::new("transport", format!("'{}': expected \"stdio\" or \"http\"", shown(other)))),
+    }
+    check_arguments(&def.arguments)?;
+    check_headers(&def.headers)?;
+    check_environment(&def.environment)?;
+    if let Some(prefix) = &def.tool_name_prefix {
+        if prefix.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(FieldProblem::new("toolNamePrefix", "must not contain whitespace or control characters"));
+        }
+    }
+    check_timeout("startupTimeoutSeconds", def.startup_timeout_seconds)?;
+    check_timeout("requestTimeoutSeconds", def.request_timeout_seconds)
+}
+
+/// Ids become registry keys (`mcp:{id}`), URL segments and tool provider names.
+fn check_id(id: &str) -> Result<(), FieldProblem> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+    if ok {
+        return Ok(());
+    }
+    Err(FieldProblem::new(
+        "id",
+        format!("'{}': use 1–{MAX_ID_LEN} letters, digits, '-', '_' or '.', starting with a letter or digit", shown(id)),
+    ))
+}
+
+/// The longest workspace server id (the module allows 128 for an app id; a workspace id also
+/// names a URL segment of the admin routes and a tool prefix, and 64 is plenty).
+const MAX_ID_LEN: usize = 64;
+
+/// A stdio server: a command, exactly as it will run — the allowlist compares it as written,
+/// and the spawn runs it as written, so surrounding whitespace is refused rather than trimmed
+/// on one side only.
+fn check_stdio(def: &ServerDefinition) -> Result<(), FieldProblem> {
+    let Some(command) = def.command.as_deref() else {
+        return Err(FieldProblem::new("command", "a stdio server needs the command to run"));
+    };
+    if command.trim().is_empty() {
+        return Err(FieldProblem::new("command", "must not be blank"));
+    }
+    if command.trim() != command {
+        return Err(FieldProblem::new(
+            "command",
+            format!("'{}' has leading or trailing whitespace; write the executable exactly as it runs", shown(command)),
+        ));
+    }
+    if command.chars().any(char::is_control) {
+        return Err(FieldProblem::new("command", format!("'{}' must not contain control characters", shown(command))));
+    }
+    if def.url.is_some() {
+        return Err(FieldProblem::new("url", "a stdio server has no url (did you mean transport \"http\"?)"));
+    }
+    Ok(())
+}
+
+/// An http server: a URL the gateway can reach, and nothing for the gateway to start.
+fn check_http(def: &ServerDefinition) -> Result<(), FieldProblem> {
+    let Some(url) = def.url.as_deref() else { return Err(FieldProblem::new("url", "an http server needs its URL")) };
+    check_url(url).map_err(|message| FieldProblem::new("url", format!("'{}' {message}", shown(url))))?;
+    if def.command.is_some() || !def.arguments.is_empty() {
+        return Err(FieldProblem::new("command", "an http server is not started by the gateway; leave command and arguments out"));
+    }
+    Ok(())
+}
+
+/// The module's URL rule (`check_http_url`: an http(s) scheme, a host, a numeric port, no
+/// whitespace), then a full parse, so a URL no client could connect to is refused now.
+fn check_url(url: &str) -> Result<(), String> {
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must not contain whitespace or control characters".into());
+    }
+    let rest = ["http://", "https://"]
+        .iter()
+        .find(|scheme| url.get(..scheme.len()).is_some_and(|s| s.eq_ignore_ascii_case(scheme)))
+        .map(|scheme| &url[scheme.len()..])
+        .ok_or("must be an http:// or https:// URL")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    let (host, port) = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map(|(h, rest)| (h, rest.strip_prefix(':'))).unwrap_or(("", None)),
+        None => match host_port.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (host_port, None),
+        },
+    };
+    if host.is_empty() {
+        return Err("has no host".into());
+    }
+    if port.is_some_and(|p| p.parse::<u16>().is_err()) {
+        return Err("has an invalid port".into());
+    }
+    reqwest::Url::parse(url).map(drop).map_err(|e| format!("is not a valid URL ({e})"))
+}
+
+/// Arguments reach `execve` as C strings: a NUL cannot be passed.
+fn check_arguments(arguments: &[String]) -> Result<(), FieldProblem> {
+    match arguments.iter().position(|a| a.contains('\0')) {
+        Some(i) => Err(FieldProblem::new(format!("arguments[{i}]"), "must not contain NUL characters")),
+        None => Ok(()),
+    }
+}
+
+/// Header names are HTTP tokens (as the `http` crate parses them), values free of control
+/// characters (a tab aside: what an HTTP field value may hold), and no two names differ only in
+/// case (which one the module kept would depend on the order).
+fn check_headers(headers: &BTreeMap<String, String>) -> Result<(), FieldProblem> {
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for (name, value) in headers {
+        let field = || format!("headers.{}", shown(name));
+        if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            return Err(FieldProblem::new(field(), "is not a valid HTTP header name"));
+        }
+        if value.chars().any(|c| c.is_control() && c != '\t') {
+            return Err(FieldProblem::new(field(), "header value must not contain control characters (CR, LF, NUL, …)"));
+        }
+        if let Some(first) = seen.insert(name.to_ascii_lowercase(), name) {
+            return Err(FieldProblem::new(field(), format!("the same header as '{}' (header names are case-insensitive)", shown(first))));
+        }
+    }
+    Ok(())
+}
+
+/// Variable names that the process could not be given (empty, `=`, NUL), that would forge a line
+/// wherever they are shown (any control character), or that change which program runs.
+fn check_environment(environment: &BTreeMap<String, String>) -> Result<(), FieldProblem> {
+    for (name, value) in environment {
+        let field = || format!("environment.{}", shown(name));
+        if name.is_empty() || name.contains('=') || name.chars().any(char::is_control) {
+            return Err(FieldProblem::new(
+                field(),
+                "is not a valid environment variable name (empty, or contains '=' or a control character)",
+            ));
+        }
+        if forbidden_variable(name) {
+            return Err(FieldProblem::new(field(), "PATH, LD_* and DYLD_* cannot be set (they change which program runs)"));
+        }
+        if value.contains('\0') {
+            return Err(FieldProblem::new(field(), "value must not contain NUL characters"));
+        }
+    }
+    Ok(())
+}
+
+/// Both timeouts: 1 to [`MAX_TIMEOUT_SECONDS`] seconds, the module's bound.
+fn check_timeout(field: &str, seconds: Option<u64>) -> Result<(), FieldProblem> {
+    match seconds {
+        Some(0) => Err(FieldProblem::new(field, "must be at least 1 (seconds)")),
+        Some(s) if s > MAX_TIMEOUT_SECONDS => Err(FieldProblem::new(field, format!("{s} is too long: must be at most {MAX_TIMEOUT_SECONDS} seconds"))),
+        _ => Ok(()),
+    }
+}
+
+/// A value from a request as a message shows it: control characters escaped (`\n`, `\u{1b}`),
+/// long values cut, so a refusal never carries what it refuses into a response or a log whole.
+fn shown(value: &str) -> String {
+    const MOST: usize = 120;
+    let escaped: String = value.escape_debug().collect();
+    match escaped.char_indices().nth(MOST) {
+        Some((cut, _)) => format!("{}…", &escaped[..cut]),
+        None => escaped,
+    }
 }
 
 /// Ids of the servers the configuration file defines.
@@ -378,7 +561,7 @@ fn servers_table(root: &mut Value) -> &mut Map<String, Value> {
 }
 
 /// A definition in the configuration file's PascalCase form (what `Plugins.Mcp` entries are).
-fn to_config_entry(def: &ServerDefinition) -> Value {
+pub fn to_config_entry(def: &ServerDefinition) -> Value {
     let mut entry = json!({ "Transport": def.transport, "Enabled": def.enabled });
     let map = entry.as_object_mut().expect("an object");
     if let Some(command) = &def.command {
@@ -462,12 +645,13 @@ mod tests {
         let s = settings(json!({ "Plugins": { "Mcp": { "AllowedCommands": ["srv"], "Servers": { "files": {} } } } }));
         let allowed = AllowedCommands::from_settings(&s);
         let cases = [
-            ("bad id!", json!({"transport": "stdio", "command": "srv"}), "id 'bad id!'"),
+            ("bad id!", json!({"transport": "stdio", "command": "srv"}), "id: 'bad id!'"),
             ("files", json!({"transport": "stdio", "command": "srv"}), "configuration file"),
-            ("a", json!({"transport": "pigeon"}), "transport 'pigeon'"),
+            ("a", json!({"transport": "pigeon"}), "transport: 'pigeon'"),
+            ("a", json!({"command": "srv"}), "transport: is required"),
             ("a", json!({"transport": "stdio"}), "command:"),
             ("a", json!({"transport": "http"}), "url:"),
-            ("a", json!({"transport": "http", "url": "file:///etc/passwd"}), "url 'file:///etc/passwd'"),
+            ("a", json!({"transport": "http", "url": "file:///etc/passwd"}), "url: 'file:///etc/passwd'"),
             ("a", json!({"transport": "http", "url": "http://x/mcp", "command": "srv"}), "command:"),
             ("a", json!({"transport": "stdio", "command": "srv", "environment": {"LD_PRELOAD": "/x.so"}}), "environment.LD_PRELOAD"),
             ("a", json!({"transport": "stdio", "command": "srv", "environment": {"Path": "/tmp"}}), "environment.Path"),
@@ -477,8 +661,87 @@ mod tests {
             let err = check(id, &def, &allowed, &s).unwrap_err().to_string();
             assert!(err.contains(needle), "{body}: {err}");
         }
-        let unknown = serde_json::from_value::<ServerDefinition>(json!({"transport": "stdio", "comand": "srv"}));
-        assert!(unknown.unwrap_err().to_string().contains("comand"));
+        let unknown = ServerDefinition::from_json(&json!({"transport": "stdio", "comand": "srv"})).unwrap_err();
+        assert_eq!(unknown.field, "comand", "{unknown}");
+    }
+
+    /// The field a refusal names, for a definition that reads.
+    fn refused_field(body: Value) -> FieldProblem {
+        let def = ServerDefinition::from_json(&body).unwrap_or_else(|e| panic!("{body} does not read: {e}"));
+        check_definition("a", &def).expect_err(&body.to_string())
+    }
+
+    #[test]
+    fn definitions_the_module_would_fail_are_refused_naming_the_field() {
+        let stdio = |extra: Value| {
+            let mut body = json!({"transport": "stdio", "command": "srv"});
+            body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            body
+        };
+        let cases = [
+            (stdio(json!({"startupTimeoutSeconds": 100_000})), "startupTimeoutSeconds", "at most 86400"),
+            (stdio(json!({"requestTimeoutSeconds": 86_401})), "requestTimeoutSeconds", "at most 86400"),
+            (stdio(json!({"requestTimeoutSeconds": 0})), "requestTimeoutSeconds", "at least 1"),
+            (stdio(json!({"environment": {"A=B": "x"}})), "environment.A=B", "not a valid environment variable name"),
+            (stdio(json!({"environment": {"A\u{0}B": "x"}})), "environment.A\\0B", "not a valid environment variable name"),
+            (stdio(json!({"environment": {"A\nFORGED": "x"}})), "environment.A\\nFORGED", "control character"),
+            (stdio(json!({"environment": {"": "x"}})), "environment.", "not a valid environment variable name"),
+            (stdio(json!({"environment": {"OK": "a\u{0}b"}})), "environment.OK", "NUL"),
+            (stdio(json!({"arguments": ["fine", "a\u{0}b"]})), "arguments[1]", "NUL"),
+            (stdio(json!({"toolNamePrefix": "my tools."})), "toolNamePrefix", "whitespace"),
+            (json!({"transport": "stdio", "command": "srv "}), "command", "leading or trailing whitespace"),
+            (json!({"transport": "stdio", "command": " srv"}), "command", "leading or trailing whitespace"),
+            (json!({"transport": "stdio", "command": "  "}), "command", "blank"),
+            (json!({"transport": "stdio", "command": "sr\u{1b}v"}), "command", "control characters"),
+            (json!({"transport": "http", "url": "http://x/a b"}), "url", "whitespace"),
+            (json!({"transport": "http", "url": "http:///mcp"}), "url", "no host"),
+            (json!({"transport": "http", "url": "http://x:99999/mcp"}), "url", "invalid port"),
+            (json!({"transport": "http", "url": "http://x:/mcp"}), "url", "invalid port"),
+            (json!({"transport": "http", "url": "http://exa%zzmple/"}), "url", "not a valid URL"),
+            (json!({"transport": "http", "url": "http://x/", "headers": {"X Key": "v"}}), "headers.X Key", "header name"),
+            (json!({"transport": "http", "url": "http://x/", "headers": {"X-Key": "v\r\nX-Forged: 1"}}), "headers.X-Key", "control"),
+            (json!({"transport": "http", "url": "http://x/", "headers": {"X-Key": "a", "x-key": "b"}}), "headers.x-key", "case-insensitive"),
+        ];
+        for (body, field, needle) in cases {
+            let problem = refused_field(body.clone());
+            assert_eq!(problem.field, field, "{body}: {problem}");
+            assert!(problem.message.contains(needle), "{body}: {problem}");
+            assert!(!problem.to_string().chars().any(char::is_control), "a refusal carries no control character: {problem:?}");
+        }
+        for fine in [
+            stdio(json!({"startupTimeoutSeconds": 86_400, "requestTimeoutSeconds": 1, "environment": {"MODE": "a\nb"}})),
+            stdio(json!({"arguments": ["--name", "two words"], "toolNamePrefix": "ws."})),
+            json!({"transport": "http", "url": "HTTPS://[::1]:8443/mcp?x=1", "headers": {"Authorization": "Bearer\tk"}}),
+        ] {
+            let def = ServerDefinition::from_json(&fine).unwrap();
+            assert_eq!(check_definition("a", &def), Ok(()), "{fine}");
+        }
+    }
+
+    #[test]
+    fn wrong_types_are_refused_naming_the_field() {
+        for (body, field) in [
+            (json!({"transport": "stdio", "command": "srv", "startupTimeoutSeconds": "15"}), "startupTimeoutSeconds"),
+            (json!({"transport": "stdio", "command": "srv", "startupTimeoutSeconds": -1}), "startupTimeoutSeconds"),
+            (json!({"transport": "stdio", "command": "srv", "environment": {"A": 1}}), "environment"),
+            (json!({"transport": 7, "command": "srv"}), "transport"),
+            (json!({"transport": "stdio", "command": "srv", "arguments": "-v"}), "arguments"),
+        ] {
+            let problem = ServerDefinition::from_json(&body).unwrap_err();
+            assert_eq!(problem.field, field, "{body}: {problem}");
+        }
+    }
+
+    #[test]
+    fn the_command_is_compared_as_it_will_run() {
+        let s = settings(json!({ "Plugins": { "Mcp": { "AllowedCommands": ["srv", " /opt/bin/files "] } } }));
+        let allowed = AllowedCommands::from_settings(&s);
+        // The operator's list is tidied (a configuration value), a definition's command is not.
+        assert!(check("a", &stdio("/opt/bin/files"), &allowed, &s).is_ok());
+        let err = check("a", &stdio("srv "), &allowed, &s).unwrap_err();
+        assert!(matches!(&err, WorkspaceError::Invalid(p) if p.field == "command"), "{err}");
+        let Err(WorkspaceError::Invalid(problem)) = check("a", &stdio("srv\n"), &allowed, &s) else { panic!("accepted") };
+        assert_eq!(problem.field, "command");
     }
 
     #[test]

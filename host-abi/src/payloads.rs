@@ -386,6 +386,13 @@ pub struct ReconfigureParams {
     pub explicit: bool,
 }
 
+/// The longest `startupTimeoutSeconds` and `requestTimeoutSeconds` (and a manifest's
+/// `healthCheckIntervalSeconds`) may be: a day. Far beyond anything useful, but it keeps
+/// `Instant + Duration` arithmetic away from overflow. One number for both sides: the module
+/// refuses more when it reads a manifest or a `Plugins.Mcp` server, the host when a workspace
+/// definition is written (so a definition it accepts is one the module will start).
+pub const MAX_TIMEOUT_SECONDS: u64 = 86_400;
+
 /// One manifest checked by [`VALIDATE`].
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 #[serde(rename_all = "camelCase", default)]

@@ -275,3 +275,83 @@ fn a_torn_workspace_file_stops_the_start_naming_it() {
     .expect("the gateway started over a file it cannot read");
     assert!(err.contains("workspace-mcp.json"), "{err}");
 }
+
+/// Item 6 of issue 37: definitions the module would only fail after a 201 (a timeout past its
+/// bound, variable names no process can have, a command that runs other than it was allowed)
+/// are refused when written, with a 400 naming the field, and nothing is written.
+#[test]
+fn definitions_that_could_never_run_are_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let gw = start(dir.path(), config(&apps));
+    let command = test_app_bin().to_str().unwrap().to_string();
+    let stdio = |extra: Value| {
+        let mut body = json!({ "id": "doomed", "transport": "stdio", "command": command });
+        body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let cases = [
+        (stdio(json!({"startupTimeoutSeconds": 100_000})), "startupTimeoutSeconds", "at most 86400"),
+        (stdio(json!({"requestTimeoutSeconds": 86_401})), "requestTimeoutSeconds", "at most 86400"),
+        (stdio(json!({"startupTimeoutSeconds": "15"})), "startupTimeoutSeconds", "invalid type"),
+        (stdio(json!({"environment": {"A=B": "x"}})), "environment.A=B", "not a valid environment variable name"),
+        (stdio(json!({"environment": {"A\u{0}B": "x"}})), r"environment.A\0B", "not a valid environment variable name"),
+        (stdio(json!({"environment": {"A\nFORGED-ENV x": "x"}})), r"environment.A\nFORGED-ENV x", "control character"),
+        (stdio(json!({"toolNamePrefix": "my tools"})), "toolNamePrefix", "whitespace"),
+        (json!({"id": "doomed", "transport": "stdio", "command": format!("{command} ")}), "command", "leading or trailing whitespace"),
+        (json!({"id": "doomed", "transport": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Key": "k\r\nX-Forged: 1"}}), "headers.X-Key", "control characters"),
+        (json!({"id": "doomed", "transport": "http", "url": "http://127.0.0.1:99999/mcp"}), "url", "invalid port"),
+    ];
+    for (body, field, needle) in cases {
+        let (status, reply) = admin(&gw, reqwest::Method::POST, "/admin/workspace/mcp", Some(body.clone()), Some(TOKEN));
+        assert_eq!(status, 400, "{body}: {reply}");
+        assert_eq!(reply["error"]["code"], "bad_definition", "{body}: {reply}");
+        assert_eq!(reply["error"]["field"], field, "{body}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("{field}: ")) && message.contains(needle), "{body}: {message}");
+    }
+    // The same rules on PUT, which may also create.
+    let (status, reply) =
+        admin(&gw, reqwest::Method::PUT, "/admin/workspace/mcp/doomed", Some(stdio(json!({"environment": {"A=B": "x"}}))), Some(TOKEN));
+    assert_eq!((status, &reply["error"]["field"]), (400, &json!("environment.A=B")), "{reply}");
+
+    // Nothing was written or started.
+    let (_, listing) = admin(&gw, reqwest::Method::GET, "/admin/workspace/mcp", None, Some(TOKEN));
+    assert!(!listing.to_string().contains("doomed"), "{listing}");
+    assert!(!dir.path().join(".gateway-data/workspace-mcp.json").exists());
+    assert!(tools_of(&gw, "mcp:doomed").is_empty());
+
+    // At the bound itself the server runs.
+    let (status, reply) =
+        admin(&gw, reqwest::Method::POST, "/admin/workspace/mcp", Some(stdio(json!({"startupTimeoutSeconds": 86_400}))), Some(TOKEN));
+    assert_eq!(status, 201, "{reply}");
+    assert_eq!(reply["status"]["state"], "running", "{reply}");
+    assert!(gw.log_lines().iter().all(|l| !l.starts_with("FORGED")), "{}", gw.logs());
+}
+
+/// A log line per record: line breaks in text from outside — an unknown configuration key the
+/// host warns about, a `Plugins.Mcp` server id the module logs through the `log` bridge, a
+/// workspace file edited by hand — are written escaped, never as a line of their own.
+#[test]
+fn hostile_text_reaching_the_log_forges_no_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    std::fs::create_dir_all(&apps).unwrap();
+    let forged = "FORGED-LINE 2026-01-01T00:00:00Z  INFO gateway: admin token accepted";
+    let mut config = config(&apps);
+    config["Gateway"][format!("Urlz\n{forged}")] = json!("x");
+    config["Plugins"]["Mcp"]["Servers"] = json!({ format!("cfg\r\n{forged}"): { "Transport": "pigeon" } });
+    let workspace = json!({ "servers": { format!("ws\n{forged}"): { "transport": "stdio", "command": format!("x\n{forged}") } } });
+    std::fs::create_dir_all(dir.path().join(".gateway-data")).unwrap();
+    std::fs::write(dir.path().join(".gateway-data/workspace-mcp.json"), workspace.to_string()).unwrap();
+    let gw = start(dir.path(), config);
+
+    for seen in [r"Urlz\nFORGED-LINE", r"mcp:cfg\r\nFORGED-LINE", r"ws\nFORGED-LINE"] {
+        assert!(gw.wait_for_log(seen, Duration::from_secs(20)), "no line shows {seen}:\n{}", gw.logs());
+    }
+    let lines = gw.log_lines();
+    let forged_lines: Vec<&String> = lines.iter().filter(|l| l.trim_start().starts_with("FORGED-LINE")).collect();
+    assert!(forged_lines.is_empty(), "forged lines {forged_lines:?} in:\n{}", gw.logs());
+    assert!(!lines.iter().any(|l| l.contains('\r')), "a carriage return reached the log:\n{}", gw.logs());
+}

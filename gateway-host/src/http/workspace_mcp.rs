@@ -9,7 +9,10 @@
 //! - `POST /admin/workspace/mcp` `{"id": …, "transport": …, …}`: add (201; 409 if the id exists).
 //! - `GET|PUT|DELETE /admin/workspace/mcp/{id}`: one server; `PUT` replaces (or adds) it.
 //!
-//! The rules of a definition (the command allowlist above all) are in [`crate::workspace`].
+//! The rules of a definition (the command allowlist above all, and the module's own rules for a
+//! server) are in [`crate::workspace`]; they are applied here, before anything is written, so a
+//! definition that could never run is a 400 naming its field (`error.field`), not a 201 followed
+//! by a Failed server.
 
 use std::sync::Arc;
 
@@ -24,7 +27,7 @@ use super::admin::module_failure;
 use super::auth::json_error;
 use super::connections;
 use super::GatewayState;
-use crate::workspace::{ServerDefinition, WorkspaceError};
+use crate::workspace::{FieldProblem, ServerDefinition, WorkspaceError};
 
 /// Registry keys of standard servers: `mcp:{id}` (the tool provider id as well).
 fn key(id: &str) -> String {
@@ -71,7 +74,7 @@ pub async fn add(State(state): State<Arc<GatewayState>>, headers: HeaderMap, bod
         Err(response) => return response,
     };
     let Some(id) = body.as_object_mut().and_then(|o| o.remove("id")).and_then(|v| v.as_str().map(String::from)) else {
-        return json_error(StatusCode::BAD_REQUEST, "bad_definition", "id: the server's id is required (a string)");
+        return refusal(&FieldProblem { field: "id".into(), message: "the server's id is required (a string)".into() }.into());
     };
     write(&state, &id, body, true).await
 }
@@ -88,7 +91,8 @@ pub async fn change(State(state): State<Arc<GatewayState>>, headers: HeaderMap, 
     // An `id` in the body must agree with the path.
     if let Some(named) = body.as_object_mut().and_then(|o| o.remove("id")) {
         if named.as_str() != Some(id.as_str()) {
-            return json_error(StatusCode::BAD_REQUEST, "bad_definition", format!("id: the body names {named}, the path '{id}'"));
+            let message = format!("the body names {named}, the path {}", Value::from(id.as_str()));
+            return refusal(&FieldProblem { field: "id".into(), message }.into());
         }
     }
     write(&state, &id, body, false).await
@@ -110,9 +114,9 @@ pub async fn remove(State(state): State<Arc<GatewayState>>, headers: HeaderMap, 
 }
 
 async fn write(state: &GatewayState, id: &str, body: Value, create: bool) -> Response {
-    let definition: ServerDefinition = match serde_json::from_value(body) {
+    let definition = match ServerDefinition::from_json(&body) {
         Ok(definition) => definition,
-        Err(e) => return json_error(StatusCode::BAD_REQUEST, "bad_definition", format!("the definition does not read: {e}")),
+        Err(problem) => return refusal(&problem.into()),
     };
     let existed = state.workspace.get(id).is_some();
     match state.workspace.put(&state.module, id, definition.clone(), create).await {
@@ -156,17 +160,25 @@ async fn parse(body: Body) -> Result<Value, Response> {
     }
 }
 
+/// The error answer for `error`: `{"error": {"code", "message"}}` as every route writes it, plus
+/// `field` when one field of the definition is at fault.
 fn refusal(error: &WorkspaceError) -> Response {
-    let (status, code) = match error {
-        WorkspaceError::Invalid(_) => (StatusCode::BAD_REQUEST, "bad_definition"),
-        WorkspaceError::NotAllowed { .. } => (StatusCode::BAD_REQUEST, "command_not_allowed"),
-        WorkspaceError::InConfiguration(_) => (StatusCode::CONFLICT, "defined_in_configuration"),
-        WorkspaceError::Exists(_) => (StatusCode::CONFLICT, "exists"),
-        WorkspaceError::Missing(_) => (StatusCode::NOT_FOUND, "no_such_server"),
+    let (status, code, field) = match error {
+        WorkspaceError::Invalid(problem) => (StatusCode::BAD_REQUEST, "bad_definition", Some(problem.field.as_str())),
+        WorkspaceError::NotAllowed { .. } => (StatusCode::BAD_REQUEST, "command_not_allowed", Some("command")),
+        WorkspaceError::InConfiguration(_) => (StatusCode::CONFLICT, "defined_in_configuration", None),
+        WorkspaceError::Exists(_) => (StatusCode::CONFLICT, "exists", None),
+        WorkspaceError::Missing(_) => (StatusCode::NOT_FOUND, "no_such_server", None),
         WorkspaceError::Module(e) => return module_failure(e),
         WorkspaceError::Write { .. } | WorkspaceError::Corrupt { .. } | WorkspaceError::Settings(_) => {
-            (StatusCode::INTERNAL_SERVER_ERROR, "workspace_unavailable")
+            (StatusCode::INTERNAL_SERVER_ERROR, "workspace_unavailable", None)
         }
     };
-    json_error(status, code, error.to_string())
+    match field {
+        None => json_error(status, code, error.to_string()),
+        Some(field) => {
+            let body = json!({ "error": { "code": code, "message": error.to_string(), "field": field } });
+            (status, Json(body)).into_response()
+        }
+    }
 }

@@ -34,8 +34,9 @@ pub const DEFAULT_REQUEST_TIMEOUT_SECS: u64 = 60;
 /// Default `healthCheckIntervalSeconds`: how often an http app is pinged (0 turns checks off).
 pub const DEFAULT_HEALTH_CHECK_INTERVAL_SECS: u64 = 5;
 /// Upper bound for both timeouts (and the health-check interval). Far beyond anything useful, but keeps `Instant + Duration`
-/// arithmetic in the runtime well away from overflow on absurd values.
-pub const MAX_TIMEOUT_SECS: u64 = 86_400;
+/// arithmetic in the runtime well away from overflow on absurd values. Shared with the host, which
+/// checks workspace definitions against the same bound before the module sees them.
+pub const MAX_TIMEOUT_SECS: u64 = host_abi::payloads::MAX_TIMEOUT_SECONDS;
 /// Longest accepted app id. Ids appear in URLs (`/apps/mcp/{appId}`) and registry keys.
 pub const MAX_ID_LEN: usize = 128;
 
