@@ -158,7 +158,7 @@ impl Provider {
         body
     }
 
-    async fn stream(&self, messages: &[&str], tools: &str, mut on_text: impl FnMut(&str)) -> Result<Completion, ProviderError> {
+    async fn stream(&self, messages: &[&str], tools: &str, on_text: impl FnMut(&str)) -> Result<Completion, ProviderError> {
         let url = &self.url;
         let request = match &self.parsed_url {
             Some(parsed) => self.http.post(parsed.clone()),
@@ -173,62 +173,164 @@ impl Provider {
         let response = request.send().await.map_err(|e| ProviderError::Unreachable { url: url.clone(), message: e.to_string() })?;
         let status = response.status();
         if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
-            return Err(ProviderError::Status { status: status.as_u16(), body: text.chars().take(500).collect() });
+            return Err(ProviderError::Status { status: status.as_u16(), body: error_body(response).await });
         }
-        let mut events = response.bytes_stream().eventsource();
-        let mut completion = Completion::default();
-        let mut finished = false;
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|e| ProviderError::Malformed(e.to_string()))?;
-            if event.data.trim() == "[DONE]" {
-                finished = true;
-                break;
-            }
-            let chunk: Value = serde_json::from_str(&event.data)
-                .map_err(|e| ProviderError::Malformed(format!("a chunk is not JSON ({e}): {}", event.data.chars().take(200).collect::<String>())))?;
-            if let Some(error) = chunk.get("error") {
-                return Err(ProviderError::Malformed(format!("the provider reported an error: {error}")));
-            }
-            let Some(choice) = chunk["choices"].get(0) else { continue };
-            let delta = &choice["delta"];
-            if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
-                completion.text.push_str(text);
-                on_text(text);
-            }
-            for piece in delta["tool_calls"].as_array().into_iter().flatten() {
-                let index = piece["index"].as_u64().unwrap_or(completion.tool_calls.len() as u64) as usize;
-                if completion.tool_calls.len() <= index {
-                    completion.tool_calls.resize(index + 1, ToolCall::default());
-                }
-                let call = &mut completion.tool_calls[index];
-                if let Some(id) = piece["id"].as_str() {
-                    call.id = id.to_string();
-                }
-                if let Some(name) = piece["function"]["name"].as_str() {
-                    call.name.push_str(name);
-                }
-                if let Some(arguments) = piece["function"]["arguments"].as_str() {
-                    call.arguments.push_str(arguments);
-                }
-            }
-            if choice["finish_reason"].is_string() {
-                finished = true;
-            }
-        }
-        if !finished {
-            return Err(ProviderError::Malformed("the stream ended before the answer was complete".into()));
-        }
-        for (i, call) in completion.tool_calls.iter_mut().enumerate() {
-            if call.name.is_empty() {
-                return Err(ProviderError::Malformed(format!("tool call {i} has no function name")));
-            }
-            if call.id.is_empty() {
-                call.id = format!("call_{i}");
-            }
-        }
-        Ok(completion)
+        read_completion(response.bytes_stream(), on_text).await
     }
+}
+
+/// The most a provider may stream for one answer, in bytes of the response body: text, tool-call
+/// arguments and the SSE framing around them. An answer is a few KiB to a few hundred; the bound
+/// is what keeps a buggy or hostile provider (an event that never ends, arguments without end)
+/// from growing the gateway's memory until the kernel kills it.
+pub const MAX_STREAM_BYTES: usize = 16 * 1024 * 1024;
+/// The most tool calls one answer may ask for (models ask for a handful; `parallel_tool_calls`
+/// rarely passes ten). A streamed `index` at or past it is refused, not allocated for.
+pub const MAX_TOOL_CALLS: usize = 128;
+
+/// Why reading the body stopped: the transport failed, or the provider sent more than
+/// [`MAX_STREAM_BYTES`].
+#[derive(Debug, thiserror::Error)]
+enum BodyError<E> {
+    #[error("{0}")]
+    Transport(E),
+    #[error("the answer passed {MAX_STREAM_BYTES} bytes")]
+    TooLarge,
+}
+
+/// The body's chunks, ending with [`BodyError::TooLarge`] once they pass [`MAX_STREAM_BYTES`]:
+/// the SSE parser buffers an event until its blank line, so this bounds each line and event too.
+fn bounded<S, B, E>(body: S) -> impl futures::Stream<Item = Result<B, BodyError<E>>>
+where
+    S: futures::Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+{
+    let mut total = 0usize;
+    body.map(move |chunk| {
+        let chunk = chunk.map_err(BodyError::Transport)?;
+        total = total.saturating_add(chunk.as_ref().len());
+        if total > MAX_STREAM_BYTES {
+            return Err(BodyError::TooLarge);
+        }
+        Ok(chunk)
+    })
+}
+
+/// Reads a streamed Chat Completions answer (server-sent events of `chat.completion.chunk`s) into
+/// a [`Completion`], handing each text delta to `on_text` as it arrives. Everything the provider
+/// sends is bounded ([`MAX_STREAM_BYTES`], [`MAX_TOOL_CALLS`]) and every problem is a
+/// [`ProviderError::Malformed`] naming it; what was read is dropped with the error.
+pub async fn read_completion<S, B, E>(body: S, mut on_text: impl FnMut(&str)) -> Result<Completion, ProviderError>
+where
+    S: futures::Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    let events = bounded(body).eventsource();
+    futures::pin_mut!(events);
+    let mut completion = Completion::default();
+    let mut finished = false;
+    while let Some(event) = events.next().await {
+        let event = event.map_err(|e| match e {
+            eventsource_stream::EventStreamError::Transport(BodyError::TooLarge) => {
+                ProviderError::Malformed(format!("the answer is larger than the gateway takes ({MAX_STREAM_BYTES} bytes)"))
+            }
+            other => ProviderError::Malformed(other.to_string()),
+        })?;
+        if event.data.trim() == "[DONE]" {
+            finished = true;
+            break;
+        }
+        let chunk: Value = serde_json::from_str(&event.data)
+            .map_err(|e| ProviderError::Malformed(format!("a chunk is not JSON ({e}): {}", preview(&event.data))))?;
+        if let Some(error) = chunk.get("error") {
+            return Err(ProviderError::Malformed(format!("the provider reported an error: {}", preview(&error.to_string()))));
+        }
+        let Some(choice) = chunk["choices"].get(0) else { continue };
+        let delta = &choice["delta"];
+        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+            completion.text.push_str(text);
+            on_text(text);
+        }
+        for piece in delta["tool_calls"].as_array().into_iter().flatten() {
+            add_tool_call_piece(&mut completion.tool_calls, piece)?;
+        }
+        if choice["finish_reason"].is_string() {
+            finished = true;
+        }
+    }
+    if !finished {
+        return Err(ProviderError::Malformed("the stream ended before the answer was complete".into()));
+    }
+    for (i, call) in completion.tool_calls.iter_mut().enumerate() {
+        if call.name.is_empty() {
+            return Err(ProviderError::Malformed(format!("tool call {i} has no function name")));
+        }
+        if call.id.is_empty() {
+            call.id = format!("call_{i}");
+        }
+    }
+    Ok(completion)
+}
+
+/// One streamed piece of a tool call (`{index, id?, function: {name?, arguments?}}`) joined to
+/// the call it continues. A piece without an index starts the next call; an index at or past
+/// [`MAX_TOOL_CALLS`] is refused before anything is allocated for it.
+fn add_tool_call_piece(calls: &mut Vec<ToolCall>, piece: &Value) -> Result<(), ProviderError> {
+    let index = match &piece["index"] {
+        Value::Null => calls.len(),
+        value => match value.as_u64() {
+            Some(index) if index < MAX_TOOL_CALLS as u64 => index as usize,
+            Some(_) => {
+                return Err(ProviderError::Malformed(format!(
+                    "tool call index {value} is past the most one answer may make ({MAX_TOOL_CALLS})"
+                )))
+            }
+            None => return Err(ProviderError::Malformed(format!("tool call index {} is not a number from 0", preview(&value.to_string())))),
+        },
+    };
+    if index >= MAX_TOOL_CALLS {
+        return Err(ProviderError::Malformed(format!("more than {MAX_TOOL_CALLS} tool calls in one answer")));
+    }
+    if calls.len() <= index {
+        calls.resize(index + 1, ToolCall::default());
+    }
+    let call = &mut calls[index];
+    if let Some(id) = piece["id"].as_str() {
+        call.id = id.to_string();
+    }
+    if let Some(name) = piece["function"]["name"].as_str() {
+        call.name.push_str(name);
+    }
+    if let Some(arguments) = piece["function"]["arguments"].as_str() {
+        call.arguments.push_str(arguments);
+    }
+    Ok(())
+}
+
+/// The start of an error answer's body, for the error message: only its first KiB is read (the
+/// rest is the provider's to keep), and control characters are dropped.
+async fn error_body(response: reqwest::Response) -> String {
+    const READ: usize = 1024;
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        body.extend_from_slice(&chunk[..chunk.len().min(READ - body.len())]);
+        if body.len() >= READ {
+            break;
+        }
+    }
+    let text: String = String::from_utf8_lossy(&body).chars().filter(|c| !c.is_control()).collect();
+    preview(&text)
+}
+
+/// The start of a provider's text for an error message: at most 200 characters.
+fn preview(text: &str) -> String {
+    let mut cut: String = text.chars().take(200).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut
 }
 
 #[cfg(test)]
@@ -264,5 +366,84 @@ mod tests {
         assert_eq!(body, json!({ "model": "m\"odel", "stream": true, "messages": [
             { "role": "system", "content": "be brief" }, { "role": "user", "content": "c" },
         ] }));
+    }
+
+    /// `data: {chunk}` events, then `[DONE]`, as one body cut into pieces of `piece` bytes.
+    fn read(events: &[Value], piece: usize) -> Result<Completion, ProviderError> {
+        let mut body = String::new();
+        for event in events {
+            body.push_str(&format!("data: {event}\n\n"));
+        }
+        body.push_str("data: [DONE]\n\n");
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> = body.as_bytes().chunks(piece).map(|c| Ok(c.to_vec())).collect();
+        futures::executor::block_on(read_completion(futures::stream::iter(chunks), |_| {}))
+    }
+
+    fn call_piece(index: Value, name: &str, arguments: &str) -> Value {
+        json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+            { "index": index, "id": format!("c{index}"), "function": { "name": name, "arguments": arguments } }
+        ] } }] })
+    }
+
+    fn finish() -> Value {
+        json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] })
+    }
+
+    #[test]
+    fn tool_calls_are_assembled_from_their_pieces() {
+        let events = [
+            json!({ "choices": [{ "index": 0, "delta": { "content": "Let me look." } }] }),
+            call_piece(json!(0), "grocery_", "{\"a\""),
+            call_piece(json!(0), "list", ":1}"),
+            call_piece(json!(1), "grocery_get", "{}"),
+            finish(),
+        ];
+        for piece in [1, 7, 4096] {
+            let completion = read(&events, piece).unwrap();
+            assert_eq!(completion.text, "Let me look.");
+            assert_eq!(
+                completion.tool_calls,
+                [
+                    ToolCall { id: "c0".into(), name: "grocery_list".into(), arguments: "{\"a\":1}".into() },
+                    ToolCall { id: "c1".into(), name: "grocery_get".into(), arguments: "{}".into() },
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn a_huge_tool_call_index_is_refused_without_allocating_for_it() {
+        // Before: the list was resized to the index (a billion calls) and the kernel killed the gateway.
+        let error = read(&[call_piece(json!(1_000_000_000u64), "grocery_get_low_stock", "{}"), finish()], 4096).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("1000000000") && message.contains(&MAX_TOOL_CALLS.to_string()), "{message}");
+        for bad in [json!(-1), json!("3"), json!(1.5)] {
+            let message = read(&[call_piece(bad.clone(), "t", "{}"), finish()], 4096).unwrap_err().to_string();
+            assert!(message.contains("tool call index"), "{bad}: {message}");
+        }
+    }
+
+    #[test]
+    fn at_most_max_tool_calls_in_one_answer() {
+        let calls: Vec<Value> = (0..MAX_TOOL_CALLS).map(|i| call_piece(json!(i), "t", "{}")).chain([finish()]).collect();
+        assert_eq!(read(&calls, 4096).unwrap().tool_calls.len(), MAX_TOOL_CALLS);
+        // Pieces without an index start a call each.
+        let unindexed: Vec<Value> = (0..=MAX_TOOL_CALLS).map(|_| call_piece(Value::Null, "t", "{}")).chain([finish()]).collect();
+        let message = read(&unindexed, 4096).unwrap_err().to_string();
+        assert!(message.contains(&format!("more than {MAX_TOOL_CALLS} tool calls")), "{message}");
+    }
+
+    #[test]
+    fn an_answer_past_the_byte_bound_is_refused() {
+        // One event that never ends (no blank line): refused once the body passes the bound.
+        let endless = futures::stream::iter((0..).map(|_| Ok::<_, std::io::Error>(vec![b'x'; 64 * 1024])));
+        let line = futures::stream::iter([Ok::<_, std::io::Error>(b"data: ".to_vec())]).chain(endless);
+        let message = futures::executor::block_on(read_completion(line, |_| {})).unwrap_err().to_string();
+        assert!(message.contains(&MAX_STREAM_BYTES.to_string()), "{message}");
+        // Arguments streamed in many small events: the same bound.
+        let piece = call_piece(json!(0), "", &"y".repeat(60_000));
+        let events: Vec<Value> = std::iter::once(call_piece(json!(0), "t", "")).chain(std::iter::repeat_n(piece, 300)).chain([finish()]).collect();
+        let message = read(&events, 1 << 20).unwrap_err().to_string();
+        assert!(message.contains(&MAX_STREAM_BYTES.to_string()), "{message}");
     }
 }

@@ -12,6 +12,15 @@
 //!   `"Name"` beside `"name"`) anywhere in the body → -32600 naming them: parsers disagree on
 //!   which one wins (serde keeps the last, others the first), so a body that means two things to
 //!   two readers — the gateway and the app — is refused rather than resolved silently;
+//! - an `id` that is a number but no 64-bit integer (`1.5`, `1e30`) → -32600 with `"id": null`:
+//!   it could only be echoed rounded, so the client could not match the answer to its request;
+//! - a request for one of MCP's own methods whose params do not read as that method's (a
+//!   `tools/call` whose `arguments` is a string, `name` a number, `inputResponses` not an
+//!   object…) → -32602 naming the field. rmcp reads such a request as an unknown method and
+//!   answers -32601 "Method not found: tools/call" (or `/apps/mcp` forwards it to the app as a
+//!   custom request); for a 2026-07-28 request to a method that revision removed
+//!   (`logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`) it is -32601 with
+//!   HTTP 404, as rmcp answers it when the params do read;
 //! - a body over `Gateway.MaxRequestBytes` → 413 with a -32600 error naming the limit;
 //! - a body that did not arrive whole in time (`connections::body_deadline`) → 408, -32600.
 //!
@@ -65,23 +74,32 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
         // further on (the parse error comes first, as it would without the check).
         Err(e) if e.classify() == serde_json::error::Category::Data => match serde_json::from_slice::<Value>(&bytes) {
             Ok(message) => {
-                let id = message.get("id").cloned().unwrap_or(Value::Null);
+                let id = message.get("id").filter(|id| !id.is_f64()).cloned().unwrap_or(Value::Null);
                 return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: {e}"));
             }
             Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
         },
         Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
     };
+    if let Some(number) = message.get("id").filter(|id| id.is_f64()) {
+        let text = format!("Invalid Request: the id {number} is a number but not an integer of 64 bits; use a string or an integer");
+        return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text);
+    }
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     match &message {
         Value::Object(_) if plain_tool_call(&message) => {
             debug_assert!(read_by_rmcp(&message).is_ok(), "rmcp refuses a plain tools/call: {message}");
         }
-        Value::Object(_) => {
-            if let Err(e) = read_by_rmcp(&message) {
+        Value::Object(_) => match read_by_rmcp(&message) {
+            Err(e) => {
                 return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: not a JSON-RPC message an MCP client sends ({e})"));
             }
-        }
+            Ok(read) => {
+                if let Some((status, code, text)) = params_refusal(&message, &read) {
+                    return refuse(status, &id, code, text);
+                }
+            }
+        },
         _ => {
             let text = "Invalid Request: expected a JSON-RPC message (an object)";
             return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text.to_string());
@@ -90,6 +108,111 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
     let mut parts = parts;
     parts.extensions.insert(Gated(message));
     next.run(Request::from_parts(parts, Body::from(bytes))).await
+}
+
+/// The refusal of a request whose params do not fit its method (see the module docs): HTTP
+/// status, JSON-RPC code and message, or `None` when they fit (or the method is not MCP's).
+fn params_refusal(message: &Value, read: &rmcp::model::ClientJsonRpcMessage) -> Option<(StatusCode, i32, String)> {
+    let rmcp::model::JsonRpcMessage::Request(request) = read else { return None };
+    let method = message.get("method").and_then(Value::as_str)?;
+    let params = message.get("params");
+    let problem = match &request.request {
+        // rmcp read the request as an unknown method: for one of MCP's own, its params did not fit.
+        rmcp::model::ClientRequest::CustomRequest(_) => params_problem(method, params)?,
+        _ => retry_problem(params)?,
+    };
+    if removed_in_2026(method) && is_modern(params) {
+        return Some((StatusCode::NOT_FOUND, jsonrpc::METHOD_NOT_FOUND, format!("Method not found: {method} (removed in MCP 2026-07-28)")));
+    }
+    Some((StatusCode::BAD_REQUEST, jsonrpc::INVALID_PARAMS, format!("Invalid params for {method}: {problem}")))
+}
+
+/// Methods the 2026-07-28 revision removed: a request of that revision for one is unknown.
+fn removed_in_2026(method: &str) -> bool {
+    matches!(method, "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe")
+}
+
+/// Whether the request says it is of the 2026-07-28 revision or later (its `_meta` envelope).
+fn is_modern(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .and_then(Value::as_str)
+        .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Why `params` do not read as the params of MCP's `method`, naming the field; `None` when they
+/// do, or when `method` is not one of MCP's requests.
+#[allow(deprecated)] // logging/setLevel and resources/(un)subscribe are still served to initialize-era clients
+pub fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
+    use rmcp::model::*;
+    /// Required params of type `T`.
+    fn required<T: serde::de::DeserializeOwned>(params: Option<&Value>) -> Option<String> {
+        match params {
+            None => Some("params are missing".to_string()),
+            Some(params) => typed::<T>(params),
+        }
+    }
+    /// Optional params of type `T` (absent or `null` is fine).
+    fn optional<T: serde::de::DeserializeOwned>(params: Option<&Value>) -> Option<String> {
+        params.filter(|p| !p.is_null()).and_then(typed::<T>)
+    }
+    fn typed<T: serde::de::DeserializeOwned>(params: &Value) -> Option<String> {
+        if let Some(meta) = params.get("_meta").filter(|m| !m.is_object()) {
+            return Some(format!("params._meta must be an object, not {}", kind(meta)));
+        }
+        match serde_path_to_error::deserialize::<_, T>(params) {
+            Ok(_) => retry_problem(Some(params)),
+            Err(e) if e.path().iter().next().is_none() => Some(format!("params: {}", e.inner())),
+            Err(e) => Some(format!("params.{}: {}", e.path(), e.inner())),
+        }
+    }
+    match method {
+        "initialize" => required::<InitializeRequestParams>(params),
+        "server/discover" => optional::<DiscoverRequestParams>(params),
+        "completion/complete" => required::<CompleteRequestParams>(params),
+        "logging/setLevel" => required::<SetLevelRequestParams>(params),
+        "prompts/get" => required::<GetPromptRequestParams>(params),
+        "prompts/list" | "resources/list" | "resources/templates/list" | "tools/list" | "skills/list" => {
+            optional::<PaginatedRequestParams>(params)
+        }
+        "resources/read" => required::<ReadResourceRequestParams>(params),
+        "resources/directory/read" => required::<ReadResourceDirectoryRequestParams>(params),
+        "subscriptions/listen" => required::<SubscriptionsListenRequestParams>(params),
+        "resources/subscribe" => required::<SubscribeRequestParams>(params),
+        "resources/unsubscribe" => required::<UnsubscribeRequestParams>(params),
+        "tools/call" => required::<CallToolRequestParams>(params),
+        "tasks/get" => required::<GetTaskParams>(params),
+        "tasks/update" => required::<UpdateTaskParams>(params),
+        "tasks/cancel" => required::<CancelTaskParams>(params),
+        "skills/get" => required::<GetSkillRequestParams>(params),
+        _ => None,
+    }
+}
+
+/// A retry's keys (2026-07-28) when present must have their types: serde reads a `null` for
+/// either as absent, and the call would run as a first try with the client's answers dropped.
+fn retry_problem(params: Option<&Value>) -> Option<String> {
+    let params = params?.as_object()?;
+    match (params.get("inputResponses"), params.get("requestState")) {
+        (Some(answers), _) if !answers.is_object() => {
+            Some(format!("params.inputResponses must be an object (the answers by input key), not {}", kind(answers)))
+        }
+        (_, Some(state)) if !state.is_string() => Some(format!("params.requestState must be the string the server sent, not {}", kind(state))),
+        _ => None,
+    }
+}
+
+/// What kind of JSON value `value` is, for a message.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// Whether rmcp reads `message` as a message a client sends (its typed parse, by reference).
@@ -201,7 +324,8 @@ fn refuse(status: StatusCode, id: &Value, code: i32, message: String) -> Respons
 
 #[cfg(test)]
 mod tests {
-    use super::{plain_tool_call, read_by_rmcp, Strict};
+    use super::{params_refusal, plain_tool_call, read_by_rmcp, Strict};
+    use axum::http::StatusCode;
     use serde_json::{json, Value};
 
     fn check(body: &str) -> Result<(), String> {
@@ -255,6 +379,59 @@ mod tests {
         ];
         for message in &not_plain {
             assert!(!plain_tool_call(message), "{message}");
+        }
+    }
+
+    /// The gate's answer to a message rmcp reads: `None` when it passes.
+    fn refusal(message: Value) -> Option<(StatusCode, i32, String)> {
+        let read = read_by_rmcp(&message).unwrap_or_else(|e| panic!("rmcp reads {message}: {e}"));
+        params_refusal(&message, &read)
+    }
+
+    #[test]
+    fn badly_typed_params_of_mcps_methods_are_invalid_params_naming_the_field() {
+        let call = |params: Value| json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params });
+        for (params, field) in [
+            (json!({ "name": "echo", "arguments": "{}" }), "params.arguments"),
+            (json!({ "name": "echo", "arguments": [1] }), "params.arguments"),
+            (json!({ "name": "echo", "arguments": 5 }), "params.arguments"),
+            (json!({ "name": 5, "arguments": {} }), "params.name"),
+            (json!({ "arguments": {} }), "name"),
+            (json!({ "name": "echo", "inputResponses": 5 }), "params.inputResponses"),
+            (json!({ "name": "echo", "inputResponses": null, "requestState": "s" }), "params.inputResponses"),
+            (json!({ "name": "echo", "inputResponses": {}, "requestState": null }), "params.requestState"),
+        ] {
+            let (status, code, message) = refusal(call(params.clone())).unwrap_or_else(|| panic!("{params} passed"));
+            assert_eq!((status, code), (StatusCode::BAD_REQUEST, -32602), "{params}: {message}");
+            assert!(message.starts_with("Invalid params for tools/call: ") && message.contains(field), "{params}: {message}");
+        }
+        let read = json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": { "uri": 5 } });
+        assert!(refusal(read).unwrap().2.contains("params.uri"));
+        let prompt = json!({ "jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": { "name": ["p"] } });
+        assert!(refusal(prompt).unwrap().2.contains("params.name"));
+        // Well-typed requests, and methods that are not MCP's, pass.
+        for ok in [
+            call(json!({ "name": "echo", "arguments": { "x": [1] }, "inputResponses": { "k": { "action": "accept" } }, "requestState": "s" })),
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list" }),
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": null }),
+            json!({ "jsonrpc": "2.0", "id": 1, "method": "x/custom", "params": { "arguments": "free" } }),
+            json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }),
+        ] {
+            assert_eq!(refusal(ok.clone()), None, "{ok}");
+        }
+    }
+
+    #[test]
+    fn methods_removed_in_2026_are_not_found_for_its_requests_whatever_their_params() {
+        let meta = json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28" });
+        for method in ["logging/setLevel", "resources/subscribe", "resources/unsubscribe"] {
+            let modern = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": { "_meta": meta } });
+            let (status, code, message) = refusal(modern).unwrap();
+            assert_eq!((status, code), (StatusCode::NOT_FOUND, -32601), "{method}: {message}");
+            assert!(message.contains(method), "{message}");
+            // An initialize-era request with unreadable params: invalid params.
+            let legacy = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": {} });
+            assert_eq!(refusal(legacy).unwrap().1, -32602, "{method}");
         }
     }
 }

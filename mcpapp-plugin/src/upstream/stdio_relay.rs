@@ -4,9 +4,11 @@
 //! The app's stdio is split between rmcp's transport and the short way:
 //! - stdout: rmcp reads it through [`DivertingReader`], which hands each line that answers a
 //!   short-way request (a response with a `gw-` id) to the request waiting for it, and passes
-//!   every other byte to rmcp as the app wrote it — so rmcp still sees the app's notifications,
-//!   its questions and the answers to rmcp's own requests, in order, and rmcp's line limit and
-//!   its handling of broken lines are unchanged;
+//!   every other line to rmcp as the app wrote it — so rmcp still sees the app's notifications,
+//!   its questions and the answers to rmcp's own requests, in order, and its handling of broken
+//!   lines is unchanged. A line over the message cap reaches neither: it is dropped as it streams
+//!   in (rmcp's reader would keep a buffer of the cap's size for good), and the request it
+//!   answers, when its start names one, fails at once with an error naming the cap;
 //! - stdin: one task writes whole messages in order, rmcp's as [`LineWriter`] completes them and
 //!   the short way's (see [`Stdin`]); a short-way request finding nothing waiting writes its line
 //!   itself, on the caller's thread ([`Stdin::send_now`]). When rmcp closes its transport, the
@@ -54,7 +56,7 @@ pub struct StdioRelay {
 }
 
 /// An answer's line, or why it cannot be had.
-type Answer = Result<Vec<u8>, UpstreamError>;
+pub type Answer = Result<Vec<u8>, UpstreamError>;
 
 /// Requests of the short way waiting for their answer, by id.
 #[derive(Default)]
@@ -190,7 +192,7 @@ where
     let state = Arc::new(Stdin { queue: tx, queued: AtomicUsize::new(0), room: AtomicWaker::new(), pipe: Mutex::new(Some(pipe)) });
     tasks.spawn("writing to an app's stdin", write_queued(rx, state.clone()));
     let waiting = Arc::new(Waiting::default());
-    let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false };
+    let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, discarding: false };
     let writer = LineWriter { stdin: state.clone(), partial: Vec::new() };
     (reader, writer, StdioRelay { stdin: state, waiting, next_id: AtomicU64::new(1) })
 }
@@ -341,9 +343,40 @@ pub struct DivertingReader<R> {
     /// Bytes for rmcp, from `out_pos` on.
     out: Vec<u8>,
     out_pos: usize,
-    /// The message cap: a line longer is passed to rmcp unexamined (`passing` until its end).
+    /// The message cap: a longer line is dropped, its bytes as they come (`discarding` until
+    /// its end), after the request it answers is failed ([`Self::refuse_oversized`]).
     max_line: usize,
-    passing: bool,
+    discarding: bool,
+}
+
+/// `out` keeps its allocation between reads up to this size; a larger one (a long line rmcp read)
+/// is given back, so one big answer does not pin its size for the app's life.
+const OUT_KEPT_CAPACITY: usize = 64 * 1024;
+
+impl<R> DivertingReader<R> {
+    /// A reader of `inner` with a table of its own, and a receiver for each of `ids` as if a
+    /// short-way request with that id were waiting: for the fuzz target `app_output`, which
+    /// drives the reader as rmcp does.
+    #[doc(hidden)]
+    pub fn for_fuzzing(inner: R, max_line: usize, ids: &[&str]) -> (DivertingReader<R>, Vec<oneshot::Receiver<Answer>>) {
+        let waiting = Arc::new(Waiting::default());
+        let receivers = ids
+            .iter()
+            .map(|id| {
+                let (tx, rx) = oneshot::channel();
+                waiting.answers.lock().insert(id.to_string(), tx);
+                rx
+            })
+            .collect();
+        let reader = DivertingReader { inner, waiting, pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, discarding: false };
+        (reader, receivers)
+    }
+
+    /// The bytes the reader holds allocated (what an app's output can make it keep).
+    #[doc(hidden)]
+    pub fn held_capacity(&self) -> usize {
+        self.pending.capacity() + self.out.capacity()
+    }
 }
 
 /// Just enough of a message to tell an answer of the short way.
@@ -357,33 +390,34 @@ struct Envelope {
 
 impl<R> DivertingReader<R> {
     /// Moves every complete line of `pending` to rmcp's bytes, unless it answers a waiting
-    /// request. A line longer than the message cap is rmcp's, whatever it is (rmcp drops it, as
-    /// it did before); the short-way request it answers, when its start names one, fails at once
-    /// ([`Self::fail_oversized`]) instead of at its timeout.
+    /// request. A line longer than the message cap is dropped as soon as it passes the cap (its
+    /// memory freed), and the request it answers fails at once ([`Self::refuse_oversized`])
+    /// instead of at its timeout.
     fn sort_lines(&mut self) {
         loop {
-            if self.passing {
+            if self.discarding {
                 let Some(i) = memchr::memchr(b'\n', &self.pending) else {
-                    self.pass(self.pending.len());
+                    self.pending = Vec::new();
                     return;
                 };
-                self.pass(i + 1);
-                self.passing = false;
+                self.pending.drain(..=i);
+                self.discarding = false;
                 continue;
             }
             let Some(i) = memchr::memchr(b'\n', &self.pending[self.scanned..]) else {
                 self.scanned = self.pending.len();
                 if self.pending.len() > self.max_line {
-                    self.fail_oversized(&self.pending);
-                    self.passing = true;
+                    let line = std::mem::take(&mut self.pending);
+                    self.refuse_oversized(&line[..line.len().min(LEADING_SCAN)]);
+                    self.scanned = 0;
+                    self.discarding = true;
                     continue;
                 }
                 return;
             };
             let line = self.take_line(self.scanned + i + 1);
             if line.len() > self.max_line {
-                self.fail_oversized(&line);
-                self.out_extend(line);
+                self.refuse_oversized(&line[..line.len().min(LEADING_SCAN)]);
             } else if let Some(line) = self.divert(line) {
                 self.out_extend(line);
             }
@@ -398,12 +432,6 @@ impl<R> DivertingReader<R> {
         }
         let rest = self.pending.split_off(end);
         std::mem::replace(&mut self.pending, rest)
-    }
-
-    /// Passes the first `end` bytes of `pending` to rmcp.
-    fn pass(&mut self, end: usize) {
-        let bytes = self.take_line(end);
-        self.out_extend(bytes);
     }
 
     fn out_extend(&mut self, bytes: Vec<u8>) {
@@ -434,40 +462,75 @@ impl<R> DivertingReader<R> {
 }
 
 impl<R> DivertingReader<R> {
-    /// A line over the cap that starts like an answer to a waiting request fails that request
-    /// with an error naming the cap, as the HTTP short way does.
-    fn fail_oversized(&self, line: &[u8]) {
-        let Some(id) = leading_id(&line[..line.len().min(LEADING_ID_SCAN)]) else { return };
-        if !id.starts_with(ID_PREFIX) {
-            return;
+    /// A line over the cap (`start`: its first bytes) that starts like an answer fails the
+    /// request it answers with an error naming the cap, as the HTTP short way does: a waiting
+    /// short-way request directly, one of rmcp's by an error response in the line's place (rmcp
+    /// would only have dropped the line, leaving its request to time out).
+    fn refuse_oversized(&mut self, start: &[u8]) {
+        let Leading { id: Some(id), response: true } = leading_members(start) else { return };
+        let message = format!("the app's answer is larger than {} bytes", self.max_line);
+        if let Value::String(id) = &id {
+            if id.starts_with(ID_PREFIX) {
+                if let Some(tx) = self.waiting.answers.lock().remove(id.as_str()) {
+                    let _ = tx.send(Err(UpstreamError::Invalid(message)));
+                }
+                return;
+            }
         }
-        if let Some(tx) = self.waiting.answers.lock().remove(id) {
-            let message = format!("the app's answer is larger than {} bytes", self.max_line);
-            let _ = tx.send(Err(UpstreamError::Invalid(message)));
-        }
+        let error = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": { "code": host_abi::jsonrpc::INTERNAL_ERROR, "message": message },
+        });
+        let mut line = error.to_string().into_bytes();
+        line.push(b'\n');
+        self.out_extend(line);
     }
 }
 
 /// How far into an over-cap line its `id` is looked for.
-const LEADING_ID_SCAN: usize = 4096;
+const LEADING_SCAN: usize = 4096;
 
-/// The string `id` of the JSON object that `prefix` starts, when it comes among its first
-/// members, before any member whose value is an object or an array (so `"id"` inside a result is
-/// never taken for it). An id with escapes is not recognised (the short way's ids have none).
-fn leading_id(prefix: &[u8]) -> Option<&str> {
-    let mut at = 0;
+/// What the first members of a message tell.
+#[derive(Debug, PartialEq)]
+struct Leading {
+    /// The message's `id` (a string or an integer).
+    id: Option<Value>,
+    /// It has a `result` or `error` member and no `method`: an answer.
+    response: bool,
+}
+
+/// The `id` of the JSON object that `prefix` starts and whether it is an answer, from its first
+/// members up to the first whose value is an object or an array (so an `"id"` inside a result
+/// is never taken for it).
+fn leading_members(prefix: &[u8]) -> Leading {
+    let (mut id, mut response, mut method) = (None, false, false);
+    scan_members(prefix, |key, value| match key {
+        b"id" => id = value.and_then(|v| serde_json::from_slice::<Value>(v).ok()).filter(|v| v.is_string() || v.is_i64() || v.is_u64()),
+        b"method" => method = true,
+        b"result" | b"error" => response = true,
+        _ => {}
+    });
+    Leading { id, response: response && !method }
+}
+
+/// Calls `member(key, raw scalar value)` for each member of the object `prefix` starts, in order,
+/// until the prefix ends or is not JSON; a member whose value is an object or an array is
+/// reported with `None` and ends the scan.
+fn scan_members(prefix: &[u8], mut member: impl FnMut(&[u8], Option<&[u8]>)) -> Option<()> {
+    let at = &mut 0;
     let skip_ws = |at: &mut usize| {
         while prefix.get(*at).is_some_and(u8::is_ascii_whitespace) {
             *at += 1;
         }
     };
-    // The bytes of the string starting at `*at` (a quote), without its quotes.
+    // The string starting at `*at` (a quote), quotes included.
     let string = |at: &mut usize| -> Option<&[u8]> {
         if prefix.get(*at) != Some(&b'"') {
             return None;
         }
-        let start = *at + 1;
-        let mut i = start;
+        let start = *at;
+        let mut i = start + 1;
         loop {
             match prefix.get(i)? {
                 b'"' => break,
@@ -476,40 +539,43 @@ fn leading_id(prefix: &[u8]) -> Option<&str> {
             }
         }
         *at = i + 1;
-        Some(&prefix[start..i])
+        Some(&prefix[start..*at])
     };
-    skip_ws(&mut at);
-    if prefix.get(at) != Some(&b'{') {
+    skip_ws(at);
+    if prefix.get(*at) != Some(&b'{') {
         return None;
     }
-    at += 1;
+    *at += 1;
     loop {
-        skip_ws(&mut at);
-        let key = string(&mut at)?;
-        skip_ws(&mut at);
-        if prefix.get(at) != Some(&b':') {
+        skip_ws(at);
+        let key = string(at)?;
+        let key = &key[1..key.len() - 1];
+        skip_ws(at);
+        if prefix.get(*at) != Some(&b':') {
             return None;
         }
-        at += 1;
-        skip_ws(&mut at);
-        if key == b"id" {
-            let value = string(&mut at)?;
-            return if value.contains(&b'\\') { None } else { std::str::from_utf8(value).ok() };
-        }
-        match prefix.get(at)? {
+        *at += 1;
+        skip_ws(at);
+        match prefix.get(*at)? {
             b'"' => {
-                string(&mut at)?;
+                let value = string(at)?;
+                member(key, Some(value));
             }
-            b'{' | b'[' => return None,
+            b'{' | b'[' => {
+                member(key, None);
+                return None;
+            }
             _ => {
-                while !matches!(prefix.get(at)?, b',' | b'}') {
-                    at += 1;
+                let start = *at;
+                while !matches!(prefix.get(*at)?, b',' | b'}') {
+                    *at += 1;
                 }
+                member(key, Some(prefix[start..*at].trim_ascii_end()));
             }
         }
-        skip_ws(&mut at);
-        match prefix.get(at)? {
-            b',' => at += 1,
+        skip_ws(at);
+        match prefix.get(*at)? {
+            b',' => *at += 1,
             _ => return None,
         }
     }
@@ -524,7 +590,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for DivertingReader<R> {
                 buf.put_slice(&this.out[this.out_pos..this.out_pos + n]);
                 this.out_pos += n;
                 if this.out_pos == this.out.len() {
-                    this.out.clear();
+                    if this.out.capacity() > OUT_KEPT_CAPACITY {
+                        this.out = Vec::new();
+                    } else {
+                        this.out.clear();
+                    }
                     this.out_pos = 0;
                 }
                 return Poll::Ready(Ok(()));
@@ -555,6 +625,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for DivertingReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _, BufReader};
 
     /// The app's output, handed out `chunk` bytes at a time, so lines arrive split.
@@ -575,7 +646,7 @@ mod tests {
     fn reader(data: &'static [u8], chunk: usize, max_line: usize) -> (DivertingReader<Chunked>, Arc<Waiting>) {
         let waiting = Arc::new(Waiting::default());
         let inner = Chunked { data, chunk };
-        (DivertingReader { inner, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, passing: false }, waiting)
+        (DivertingReader { inner, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, discarding: false }, waiting)
     }
 
     fn wait_for(waiting: &Waiting, id: &str) -> oneshot::Receiver<Answer> {
@@ -621,10 +692,13 @@ unfinished";
     }
 
     #[tokio::test]
-    async fn a_line_over_the_cap_is_rmcps_and_fails_the_request_it_answers_at_once() {
+    async fn a_line_over_the_cap_is_dropped_and_fails_the_request_it_answers_at_once() {
         let input: &'static [u8] = b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"0123456789\"}}\n\
 {\"jsonrpc\":\"2.0\",\"id\":\"gw-2\",\"result\":{}}\n\
-{\"result\":{\"id\":\"gw-3\",\"text\":\"0123456789abcdef\"}}\n";
+{\"result\":{\"id\":\"gw-3\",\"text\":\"0123456789abcdef\"}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"text\":\"0123456789abcdef\"}}\n\
+{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"x\",\"params\":{\"text\":\"01234\"}}\n\
+{\"jsonrpc\":\"2.0\",\"method\":\"y\"}\n";
         for chunk in [3, 8192] {
             let (reader, waiting) = reader(input, chunk, 50);
             let long = wait_for(&waiting, "gw-1");
@@ -632,11 +706,15 @@ unfinished";
             let unnamed = wait_for(&waiting, "gw-3");
             let mut passed = String::new();
             BufReader::new(reader).read_to_string(&mut passed).await.unwrap();
+            let lines: Vec<&str> = passed.lines().collect();
+            assert_eq!(lines.len(), 2, "chunks of {chunk}: lines over the cap reach nobody: {passed}");
+            let error: Value = serde_json::from_str(lines[0]).unwrap();
             assert_eq!(
-                passed,
-                "{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"0123456789\"}}\n{\"result\":{\"id\":\"gw-3\",\"text\":\"0123456789abcdef\"}}\n",
-                "chunks of {chunk}: lines over the cap are rmcp's"
+                error,
+                json!({ "jsonrpc": "2.0", "id": 7, "error": { "code": -32603, "message": "the app's answer is larger than 50 bytes" } }),
+                "chunks of {chunk}: rmcp's request 7 gets an error in its answer's place"
             );
+            assert_eq!(lines[1], "{\"jsonrpc\":\"2.0\",\"method\":\"y\"}");
             match long.await {
                 Ok(Err(UpstreamError::Invalid(message))) => assert_eq!(message, "the app's answer is larger than 50 bytes"),
                 other => panic!("chunks of {chunk}: {other:?}"),
@@ -646,17 +724,39 @@ unfinished";
         }
     }
 
+    #[tokio::test]
+    async fn an_oversized_line_leaves_no_buffer_of_its_size_behind() {
+        // 1 MiB over a 64 KiB cap, without a newline until the end, then a small line.
+        let mut input = b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-1\",\"result\":{\"text\":\"".to_vec();
+        input.extend(std::iter::repeat_n(b'x', 1 << 20));
+        input.extend_from_slice(b"\"}}\n{\"jsonrpc\":\"2.0\",\"method\":\"after\"}\n");
+        let input: &'static [u8] = Box::leak(input.into_boxed_slice());
+        let (mut reader, waiting) = reader(input, 8192, 64 << 10);
+        let long = wait_for(&waiting, "gw-1");
+        let mut line = String::new();
+        let mut lines = BufReader::new(&mut reader);
+        lines.read_line(&mut line).await.unwrap();
+        assert_eq!(line, "{\"jsonrpc\":\"2.0\",\"method\":\"after\"}\n");
+        assert!(matches!(long.await, Ok(Err(UpstreamError::Invalid(_)))));
+        drop(lines);
+        assert!(reader.pending.capacity() <= 2 * (64 << 10), "pending kept {} bytes", reader.pending.capacity());
+        assert!(reader.out.capacity() <= OUT_KEPT_CAPACITY, "out kept {} bytes", reader.out.capacity());
+    }
+
     #[test]
-    fn the_leading_id_is_a_top_level_string_before_any_nested_value() {
-        assert_eq!(leading_id(b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-7\",\"result\":{\"te"), Some("gw-7"));
-        assert_eq!(leading_id(b" {\n \"jsonrpc\" : \"2.0\" , \"x\": 12.5e3, \"ok\":true, \"id\" : \"gw-8\""), Some("gw-8"));
-        assert_eq!(leading_id(b"{\"id\":\"a\\\"b\"}"), None, "escaped ids are not the short way's");
-        assert_eq!(leading_id(b"{\"s\":\"x\\\"id\\\":\\\"gw-1\",\"id\":\"gw-2\"}"), Some("gw-2"), "a key inside a string is not a key");
-        assert_eq!(leading_id(b"{\"result\":{\"id\":\"gw-3\"},\"id\":\"gw-4\"}"), None, "not past a nested value");
-        assert_eq!(leading_id(b"{\"id\":5}"), None);
-        assert_eq!(leading_id(b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-"), None, "cut short");
-        assert_eq!(leading_id(b"[{\"id\":\"gw-1\"}]"), None);
-        assert_eq!(leading_id(b""), None);
+    fn the_leading_members_tell_the_id_and_an_answer_before_any_nested_value() {
+        let leading = |prefix: &[u8]| leading_members(prefix);
+        let answer = |id: Value| Leading { id: Some(id), response: true };
+        assert_eq!(leading(b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-7\",\"result\":{\"te"), answer(json!("gw-7")));
+        assert_eq!(leading(b" {\n \"jsonrpc\" : \"2.0\" , \"x\": 12.5e3, \"ok\":true, \"id\" : 18 , \"error\": {"), answer(json!(18)));
+        assert_eq!(leading(b"{\"id\":\"a\\\"b\",\"result\":1}"), answer(json!("a\"b")), "escapes are read as JSON");
+        assert_eq!(leading(b"{\"s\":\"x\\\"id\\\":\\\"gw-1\",\"id\":\"gw-2\",\"result\":["), answer(json!("gw-2")), "a key inside a string is not a key");
+        assert_eq!(leading(b"{\"result\":{\"id\":\"gw-3\"},\"id\":\"gw-4\"}"), Leading { id: None, response: true }, "not past a nested value");
+        assert_eq!(leading(b"{\"id\":5,\"method\":\"sampling/createMessage\",\"params\":{"), Leading { id: Some(json!(5)), response: false }, "a request");
+        assert_eq!(leading(b"{\"id\":5.5,\"result\":{"), Leading { id: None, response: true }, "not an id");
+        assert_eq!(leading(b"{\"jsonrpc\":\"2.0\",\"id\":\"gw-"), Leading { id: None, response: false }, "cut short");
+        assert_eq!(leading(b"[{\"id\":\"gw-1\"}]"), Leading { id: None, response: false });
+        assert_eq!(leading(b""), Leading { id: None, response: false });
     }
 
     #[tokio::test]

@@ -105,23 +105,25 @@ pub fn flood_stderr(mb: usize, newlines: bool) {
     });
 }
 
-/// What `--garbage-stdout` writes before each MCP frame, in turn: text, truncated JSON, JSON that
-/// is no JSON-RPC message, a response to a request never made, an unknown notification, bytes
-/// that are not UTF-8, blank and carriage-return lines, and (once) a 1 MiB line.
+/// What `--garbage-stdout` writes before each MCP frame, in turn: a response and an error
+/// response to requests never made (the first before the answer to `initialize`), truncated JSON,
+/// JSON that is no JSON-RPC message, text, an unknown notification, bytes that are not UTF-8,
+/// blank and carriage-return lines, and (once) a 1 MiB line.
 fn garbage_line(n: usize) -> Vec<u8> {
-    match n % 9 {
-        0 => b"garbage: this line is not JSON at all\n".to_vec(),
+    match n % 10 {
+        0 => b"{\"jsonrpc\":\"2.0\",\"id\":987654321,\"result\":{\"surprise\":true}}\n".to_vec(),
         1 => b"{\"jsonrpc\": \"2.0\", \"id\": \n".to_vec(),
         2 => b"{\"hello\": \"a JSON object that is no JSON-RPC message\"}\n".to_vec(),
-        3 => b"{\"jsonrpc\":\"2.0\",\"id\":987654321,\"result\":{\"surprise\":true}}\n".to_vec(),
+        3 => b"garbage: this line is not JSON at all\n".to_vec(),
         4 => b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/test-app/garbage\",\"params\":{}}\n".to_vec(),
         5 => b"\xff\xfe\xfd not UTF-8 \xc3\x28\n".to_vec(),
         6 => b"\n   \n\r\n".to_vec(),
-        7 if n < 9 => {
+        7 if n < 10 => {
             let mut line = vec![b'#'; 1024 * 1024];
             line.push(b'\n');
             line
         }
+        8 => b"{\"jsonrpc\":\"2.0\",\"id\":\"never-sent\",\"error\":{\"code\":-32000,\"message\":\"surprise\"}}\n".to_vec(),
         _ => b"[1, 2, 3]\n".to_vec(),
     }
 }
