@@ -232,6 +232,7 @@ fn colour_sequence_len(text: &str) -> Option<usize> {
     (bytes.get(params) == Some(&b'm')).then_some(2 + params + 1)
 }
 
+/// Appends `c` to `out`, escaped the way `escaping` writes it if it [`needs_escape`].
 fn push_escaped(out: &mut String, c: char, escaping: Escaping) {
     use fmt::Write as _;
     if !needs_escape(c) {

@@ -84,9 +84,9 @@ impl ServerDefinition {
                 fields
                     .iter()
                     .find(|(name, value)| ServerDefinition::deserialize(&json!({ name.as_str(): value })).is_err())
-                    .map(|(name, _)| shown(name))
+                    .map(|(name, _)| if name.is_empty() { "\"\"".to_string() } else { shown(name) })
             });
-            FieldProblem::new(culprit.unwrap_or_else(|| "definition".to_string()), e.to_string())
+            FieldProblem::new(culprit.unwrap_or_else(|| "definition".to_string()), controls_escaped(&e.to_string()))
         })
     }
 }
@@ -518,6 +518,12 @@ fn shown(value: &str) -> String {
     }
 }
 
+/// `text` with its control characters escaped and nothing else changed: serde's messages quote
+/// the unknown field or the wrong value they name, which may hold a line break.
+fn controls_escaped(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
+}
+
 /// Ids of the servers the configuration file defines.
 fn configured_ids(settings: &Settings) -> Vec<String> {
     match plugins_mcp(settings).and_then(|mcp| get_ci(mcp, "Servers")) {
@@ -663,6 +669,12 @@ mod tests {
         }
         let unknown = ServerDefinition::from_json(&json!({"transport": "stdio", "comand": "srv"})).unwrap_err();
         assert_eq!(unknown.field, "comand", "{unknown}");
+        let forged = ServerDefinition::from_json(&json!({"transport": "stdio", "x\nFORGED": 1})).unwrap_err();
+        assert_eq!(forged.field, "x\\nFORGED", "{forged}");
+        assert!(!forged.to_string().contains('\n'), "{forged}");
+        // Found by the fuzz target: an unknown field with no name is still named.
+        let nameless = ServerDefinition::from_json(&json!({"transport": "stdio", "": "x"})).unwrap_err();
+        assert_eq!(nameless.field, "\"\"", "{nameless}");
     }
 
     /// The field a refusal names, for a definition that reads.
