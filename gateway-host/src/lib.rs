@@ -12,6 +12,8 @@ pub mod commands;
 #[doc(hidden)]
 pub mod config_keys;
 #[doc(hidden)]
+pub mod init;
+#[doc(hidden)]
 pub mod logging;
 pub mod memory;
 #[doc(hidden)]

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use gateway_host::{boundary_check, commands, config_keys, logging, serve, settings};
+use gateway_host::{boundary_check, commands, config_keys, init, logging, serve, settings};
 
 /// The MCP App gateway.
 #[derive(Debug, Parser)]
@@ -90,6 +90,13 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static ALLOCATOR_CONF: &[u8] = gateway_host::memory::ALLOCATOR_CONF;
 
+/// As PID 1, an init that reaps orphans takes PID 1's place (init.rs). It is forked from here,
+/// before Rust's runtime starts, while the process has one thread and jemalloc is not started
+/// (init.rs, "Before `main`").
+#[used]
+#[unsafe(link_section = ".init_array")]
+static RUN_AS_INIT_IF_PID_1: extern "C" fn() = init::run_as_init_if_pid_1;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // The log format comes from the configuration, so it is read first (quietly: the command reads
@@ -99,6 +106,9 @@ fn main() -> ExitCode {
     let mode = if cli.command.is_none() { logging::Mode::Serve } else { logging::Mode::OneShot };
     let log_setup = logging::setup(settings.as_ref(), mode, cli.verbose, std::env::var("RUST_LOG").ok().as_deref());
     logging::init(&log_setup);
+    if let Some(e) = init::fork_error() {
+        tracing::warn!("running as PID 1 without an init (cannot fork one: {e}); orphans of apps will not be reaped");
+    }
     if let Some(settings) = &settings {
         config_keys::warn_unknown(&settings.effective);
     }

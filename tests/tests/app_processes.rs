@@ -146,8 +146,11 @@ fn apps_stay_up_when_the_gateway_is_pid_1() {
         wrapper: ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"].map(String::from).to_vec(),
         ..Default::default()
     });
-    let gateway = children(gw.pid()).first().copied().expect("unshare's child, the gateway");
-    assert_eq!(ns_pids(gateway).last(), Some(&1), "the gateway is PID 1 of its namespace");
+    // The gateway started as PID 1 of the namespace; its init (gateway-host/src/init.rs) stays
+    // PID 1 and runs the gateway as its child.
+    let init = children(gw.pid()).first().copied().expect("unshare's child, the gateway's init");
+    assert_eq!(ns_pids(init).last(), Some(&1), "the gateway's init is PID 1 of its namespace");
+    let gateway = children(init).first().copied().expect("the init's child, the gateway");
     assert!(wait_state(&gw, "one", "running", Duration::from_secs(30)), "{}", gw.logs());
     let inner_pid = read_pid(&pid_file, Duration::from_secs(5));
     let app = children(gateway)
