@@ -456,6 +456,30 @@ impl GatewayProcess {
         self.pid
     }
 
+    /// The gateway's resident memory (`VmRSS`) in KiB; 0 once it is gone.
+    pub fn rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Waits (up to a minute) for the resident memory to come back within `percent` % of
+    /// `baseline_kib`; the last reading either way. The allocator gives freed pages back about a
+    /// second after they were freed (`gateway-host/src/memory.rs`), so this polls, never sleeps
+    /// a fixed time.
+    pub fn rss_back_within(&self, baseline_kib: u64, percent: u64) -> (bool, u64) {
+        let bound = baseline_kib + baseline_kib * percent / 100;
+        let mut last = self.rss_kib();
+        let back = wait_until(Duration::from_secs(60), Duration::from_millis(250), || {
+            last = self.rss_kib();
+            last <= bound
+        });
+        (back, last)
+    }
+
     /// The HTTP client the helpers use (timeouts set), for requests they do not cover.
     pub fn client(&self) -> &reqwest::blocking::Client {
         &self.client

@@ -760,6 +760,66 @@ fn provider_faults_become_error_frames_and_the_session_survives() {
     assert_eq!(saved["turns"], 2);
 }
 
+/// A provider streaming nonsense (issue 37): the tool-call index of a billion that killed the
+/// gateway (its list was resized to it), more tool calls than one answer may make, an event
+/// that never ends, arguments without end. Each turn ends with an error frame naming the bound,
+/// the gateway lives on, and its memory comes back within 10 % of its idle size.
+#[test]
+fn a_hostile_provider_stream_is_bounded_and_the_memory_comes_back() {
+    let llm = ScriptedLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    let gw = start_gateway(dir.path(), chat_config(dir.path(), agent(&llm.base_url())));
+    let sid = "e2e-hostile-provider";
+    // Warm up both ways a turn can end, so that the idle size includes what a turn leaves.
+    for _ in 0..2 {
+        llm.push(Reply::text(["ready"]));
+        good_turn(&gw, json!({ "message": "hello", "sessionId": sid }));
+        llm.push(Reply::garbage());
+        failing_turn(&gw, json!({ "message": "garbage", "sessionId": sid }));
+    }
+    let idle = (0..8)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(250));
+            gw.rss_kib()
+        })
+        .max()
+        .unwrap();
+
+    let sse = |chunks: &[Value]| chunks.iter().map(|c| format!("data: {c}\n\n")).collect::<String>() + "data: [DONE]\n\n";
+    let piece = |index: Value, name: &str, arguments: &str| {
+        json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+            { "index": index, "id": "c1", "function": { "name": name, "arguments": arguments } }
+        ] } }] })
+    };
+    let finish = json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] });
+    let billion = json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+        { "index": 1_000_000_000u64, "id": "c1", "function": { "name": "grocery_get_low_stock", "arguments": "{}" } }
+    ] }, "finish_reason": "tool_calls" }] });
+    let many: Vec<Value> = (0..200).map(|i| piece(json!(i), "grocery_get_low_stock", "{}")).chain([finish.clone()]).collect();
+    let endless_event = format!("data: {{\"choices\":[{{\"delta\":{{\"content\":\"{}", "x".repeat(20 << 20));
+    let endless_arguments: Vec<Value> =
+        std::iter::once(piece(json!(0), "grocery_get_low_stock", "")).chain((0..350).map(|_| piece(json!(0), "", &"y".repeat(60_000)))).chain([finish]).collect();
+    let hostile: Vec<(&str, String, &str)> = vec![
+        ("a tool-call index of a billion", sse(&[billion]), "1000000000"),
+        ("200 tool calls in one answer", sse(&many), "128"),
+        ("an event that never ends", endless_event, "16777216 bytes"),
+        ("arguments without end", sse(&endless_arguments), "16777216 bytes"),
+    ];
+    for (what, body, named) in hostile {
+        let index = llm.request_count();
+        llm.push(Reply::raw("text/event-stream", &body));
+        let (error, frames) = failing_turn(&gw, json!({ "message": format!("try: {what}"), "sessionId": sid }));
+        assert!(error.contains(named), "{what}: the error frame says {error:?}\n{}", describe(&frames));
+        llm.wait_for_end(index, secs(30)).unwrap_or_else(|| panic!("{what}: the provider's reply never ended"));
+    }
+    // Alive and serving, and the memory came back.
+    llm.push(Reply::text(["still here"]));
+    good_turn(&gw, json!({ "message": "still there?", "sessionId": sid }));
+    let (back, after) = gw.rss_back_within(idle, 10);
+    println!("{}", json!({ "rss_kib_idle": idle, "rss_kib_after": after }));
+    assert!(back, "resident size {idle} KiB idle, still {after} KiB a minute after the hostile streams");
+}
+
 #[test]
 fn no_provider_configured_is_an_error_frame_naming_the_keys() {
     let dir = tempfile::tempdir().unwrap();

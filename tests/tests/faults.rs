@@ -491,6 +491,44 @@ fn a_50_mb_result_reaches_the_caller_over_stdio_and_http() {
     stop_and_check_no_process_left(gw, dir.path(), &pids);
 }
 
+/// An answer over the 64 MiB cap (issue 37): two stdio apps each write one line of 70 MiB. The
+/// callers get the error naming the cap, and the gateway's memory comes back within 10 % of its
+/// idle size — before, rmcp's line buffer kept the cap's 64 MiB for each app's life (150 MB for
+/// two), since the line was passed on to it to be dropped.
+#[test]
+fn an_answer_over_the_cap_leaves_no_memory_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    let ids = ["over1", "over2"];
+    for id in ids {
+        write_manifest(&apps, id, &stdio_app(id, &["--fault-tools"]));
+    }
+    let gw = GatewayProcess::start(config_for(dir.path()));
+    for id in ids {
+        wait_state(&gw, id, "running");
+        // Warm the paths a big answer takes: one of 1 MiB, within the cap.
+        let response = app_call(&gw, id, "big", json!({ "mb": 1 }));
+        assert_eq!(failure_text(&response), None, "{response}");
+    }
+    let idle = (0..8)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(250));
+            gw.rss_kib()
+        })
+        .max()
+        .unwrap();
+    for id in ids {
+        let response = app_call(&gw, id, "big", json!({ "mb": 70 }));
+        let failure = failure_text(&response).unwrap_or_else(|| panic!("{id}: 70 MiB passed the 64 MiB cap"));
+        assert!(failure.contains("larger than 67108864 bytes"), "{id}: {failure}");
+        let echo = app_call(&gw, id, "echo", json!({ "text": "after the cap" }));
+        assert_eq!(echo["result"]["structuredContent"]["text"], "after the cap", "{echo}");
+    }
+    let (back, after) = gw.rss_back_within(idle, 10);
+    println!("{}", json!({ "rss_kib_idle": idle, "rss_kib_after": after }));
+    assert!(back, "resident size {idle} KiB idle, still {after} KiB a minute after two answers over the cap");
+}
+
 /// An app that floods stderr (many lines, and one line of 16 MiB without a newline) keeps
 /// serving while it floods; the gateway logs the flood with long lines cut, its memory stays
 /// bounded, and the healthy app serves.

@@ -301,3 +301,67 @@ fn session_calls_both_ways(gw: &GatewayProcess, app: &str, path: &str, prefix: &
     assert!(reply.sse, "{path}: a session client that declared elicitation goes rmcp's way: {reply:?}");
     assert_eq!(reply.messages.last().unwrap()["result"]["content"][0]["text"], "echo: asked", "{reply:?}");
 }
+
+/// Requests an MCP client should not send (issue 37), on both endpoints, as a 2026-07-28 client
+/// sends them: a `tools/call` whose params have the wrong types gets -32602 naming the field
+/// (rmcp read it as an unknown method: -32601 "Method not found: tools/call", with a warning
+/// logged per request); methods that revision removed are -32601 with 404 whatever their params
+/// (`/apps/mcp` forwarded them to the app); a retry's `inputResponses` must be an object; an id
+/// that is a number but no 64-bit integer is refused with `"id": null` (it was echoed rounded),
+/// and a 64-bit one is echoed exactly.
+#[test]
+fn badly_typed_params_and_ids_are_refused_naming_them() {
+    let (_dir, gw) = gateway_with_apps("bps", "bph");
+    for (path, tool) in [("/apps/mcp/bps", "echo"), ("/mcp", "bps.echo")] {
+        let (headers, body) = stateless_tools_call(tool, json!({ "text": "x" }), "params-e2e");
+        let base: Value = serde_json::from_str(&body).unwrap();
+        let meta = base["params"]["_meta"].clone();
+        let call = |params: Value| {
+            let mut body = base.clone();
+            body["params"] = params;
+            body["params"]["_meta"] = meta.clone();
+            body
+        };
+        for (params, field) in [
+            (json!({ "name": tool, "arguments": "{\"text\":\"x\"}" }), "params.arguments"),
+            (json!({ "name": tool, "arguments": [1, 2] }), "params.arguments"),
+            (json!({ "name": tool, "arguments": 5 }), "params.arguments"),
+            (json!({ "name": 5, "arguments": {} }), "params.name"),
+            (json!({ "name": tool, "arguments": {}, "inputResponses": 5, "requestState": "s" }), "params.inputResponses"),
+            (json!({ "name": tool, "arguments": {}, "inputResponses": null, "requestState": "s" }), "params.inputResponses"),
+        ] {
+            let reply = send(&gw, path, &headers, &call(params.clone()));
+            let error = &reply.messages[0];
+            assert_eq!((reply.status, error["error"]["code"].as_i64()), (400, Some(-32602)), "{path} {params}: {reply:?}");
+            assert_eq!(error["id"], 1, "{path}: {error}");
+            assert!(error["error"]["message"].as_str().unwrap().contains(field), "{path} {params}: {error}");
+        }
+        for method in ["logging/setLevel", "resources/subscribe", "resources/unsubscribe"] {
+            let mut body = base.clone();
+            body["method"] = json!(method);
+            body["params"] = json!({ "_meta": meta });
+            let mut headers = headers.clone();
+            headers.retain(|(name, _)| *name != "mcp-method" && *name != "mcp-name");
+            headers.push(("mcp-method", method.to_string()));
+            let reply = send(&gw, path, &headers, &body);
+            assert_eq!((reply.status, reply.messages[0]["error"]["code"].as_i64()), (404, Some(-32601)), "{path} {method}: {reply:?}");
+        }
+        // Ids: one past what a float keeps exactly is refused; the largest 64-bit one is echoed.
+        let text = call(json!({ "name": tool, "arguments": { "text": "x" } })).to_string();
+        let huge = text.replacen("\"id\":1", "\"id\":123456789012345678901234567890", 1);
+        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(30)).no_proxy().build().unwrap();
+        let mut request = client.post(gw.url(path)).body(huge);
+        for (name, value) in &headers {
+            request = request.header(*name, value);
+        }
+        let reply: Value = request.send().unwrap().json().unwrap();
+        assert_eq!((&reply["id"], reply["error"]["code"].as_i64()), (&Value::Null, Some(-32600)), "{path}: {reply}");
+        let mut exact = call(json!({ "name": tool, "arguments": { "text": "x" } }));
+        exact["id"] = json!(i64::MAX);
+        let reply = send(&gw, path, &headers, &exact);
+        let answer = reply.messages.iter().find(|m| m.get("id").is_some()).unwrap_or_else(|| panic!("{path}: {reply:?}"));
+        assert_eq!(answer["id"], json!(i64::MAX), "{path}: {answer}");
+        assert_eq!(answer["result"]["structuredContent"]["text"], "x", "{path}: {answer}");
+    }
+    assert!(!gw.logs().contains("Method not found"), "a refused request still reached rmcp:\n{}", gw.logs());
+}
