@@ -11,7 +11,9 @@
 //!   keys differing only in case anywhere, and is a message rmcp reads (and writes back readably);
 //! - a refused body gets HTTP 400 and a JSON-RPC error: a batch (a body opening with `[`, JSON or
 //!   not) -32600 saying batches are refused; else -32700 when it is not JSON, else -32600 naming
-//!   the problem, with the request's `id` when it has one;
+//!   the problem or -32602 naming the params of one of MCP's methods, with the request's `id`
+//!   when it has one (and it is a string or a 64-bit integer); a 2026-07-28 request for a method
+//!   that revision removed may get 404 and -32601;
 //! - the elements of a batch, sent one by one, obey the same rules;
 //! - the message the gate hands on beside the body (`Gated`, read in one pass with the key check)
 //!   is what serde_json reads from the body, and the short way's eligibility check
@@ -35,6 +37,8 @@ use tower::ServiceExt;
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
@@ -170,8 +174,15 @@ fn check(body: &[u8], batch_element: bool) {
                         assert_eq!(id, Value::Null);
                     }
                     Ok(value) => {
-                        assert_eq!(code, INVALID_REQUEST, "{message}");
-                        assert!(message.starts_with("Invalid Request: "), "{message}");
+                        match code {
+                            INVALID_REQUEST => assert!(message.starts_with("Invalid Request: "), "{message}"),
+                            // A request for one of MCP's methods whose params do not fit it.
+                            INVALID_PARAMS => {
+                                assert!(message.starts_with("Invalid params for ") && message.contains("params"), "{message}");
+                                assert!(value.get("method").and_then(Value::as_str).is_some(), "{message}");
+                            }
+                            other => panic!("a refusal with code {other}: {message}"),
+                        }
                         let sent = value.get("id").cloned().unwrap_or(Value::Null);
                         // A fractional or huge numeric id is a float to serde_json, and its
                         // default float reading may differ in the last bit after a round trip.
@@ -181,6 +192,13 @@ fn check(body: &[u8], batch_element: bool) {
                     }
                 }
             }
+        }
+        StatusCode::NOT_FOUND => {
+            // A 2026-07-28 request for a method that revision removed, whose params rmcp cannot read.
+            let (_, code, message) = refusal(&answer);
+            assert_eq!(code, METHOD_NOT_FOUND, "{message}");
+            let method = parsed.as_ref().ok().and_then(|v| v.get("method")).and_then(Value::as_str).unwrap_or_default();
+            assert!(["logging/setLevel", "resources/subscribe", "resources/unsubscribe"].contains(&method), "{method}: {message}");
         }
         other => panic!("the gate answered {other} to a body within the limit"),
     }

@@ -44,7 +44,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[doc(hidden)]
 pub mod fuzzing {
     pub use crate::chat::agent::{user_content, AppEvent, TurnRequest};
-    pub use crate::chat::provider::AgentConfig;
+    pub use crate::chat::provider::{read_completion, AgentConfig, MAX_STREAM_BYTES, MAX_TOOL_CALLS};
     pub use crate::chat::store::title_of;
     pub use crate::config_keys::{unknown_keys, UnknownKey};
     pub use crate::env_overrides::apply_env_overrides;
@@ -55,7 +55,7 @@ pub mod fuzzing {
     pub use crate::http::chat::{input_answer, turn_request};
     pub use crate::http::connections::ConnectionLimits;
     pub use crate::http::gateway_mcp::Compatibility;
-    pub use crate::http::jsonrpc_gate::{gate, BodyLimit, Gated};
+    pub use crate::http::jsonrpc_gate::{gate, params_problem, BodyLimit, Gated};
     pub use crate::http::pass_through::{eligible, Eligible};
     pub use crate::http::sandbox::{listen_addrs, SandboxSite};
     pub use crate::logging::{setup as log_setup, Mode as LogMode};
