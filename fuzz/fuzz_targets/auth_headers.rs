@@ -22,21 +22,32 @@
 //! or `Host` exactly as a browser writes it is loopback for the gateway exactly when it is for the
 //! WHATWG URL parser browsers follow (`localhost`, `*.localhost`, 127/8, `::1`) — the DNS
 //! rebinding check must neither let a remote name through nor refuse a loopback one.
+//!
+//! And the browser checks (`AuthPolicy::browser_refusal`, whatever the mode): a request that
+//! changes something with a body (`Content-Length` other than 0, or `Transfer-Encoding`) is
+//! refused with 415 exactly when its media type is not `application/json`, and nothing else is
+//! ever refused for its type; a 403 only ever comes from an `Origin` the gateway does not trust or
+//! a `Sec-Fetch-Site: cross-site`/`same-site` mark — a request without either (a program, not a
+//! browser) passes; the configured token as Bearer exempts any request from the origin rules;
+//! and a change with the origin of the `Host` it was sent to passes, while one from another
+//! loopback port is refused unless allowed.
 #![no_main]
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method};
 use gateway_host::fuzzing::{
-    bearer, cookies, host_part, is_loopback_name, is_loopback_origin, parse_urls, query_param, AuthPolicy, Credential,
-    Settings, DEFAULT_URLS, SESSION_COOKIE,
+    bearer, cookies, host_part, is_loopback_name, is_loopback_origin, parse_urls, query_param, AuthPolicy, BrowserRefusal,
+    Credential, RequestHead, Settings, DEFAULT_URLS, SESSION_COOKIE,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
 /// The request head and settings an input describes.
 struct Input<'a> {
+    method: Method,
+    path: &'a str,
     headers: HeaderMap,
     query: Option<&'a str>,
     settings: Value,
@@ -49,8 +60,9 @@ fn parse(data: &[u8]) -> Input<'_> {
     };
     let mut lines = head.split(|b| *b == b'\n');
     let request_line = lines.next().and_then(|l| std::str::from_utf8(l).ok()).unwrap_or("");
+    let method = Method::from_bytes(request_line.split(' ').next().unwrap_or("").as_bytes()).unwrap_or(Method::GET);
     let target = request_line.split(' ').nth(1).unwrap_or("");
-    let query = target.split_once('?').map(|(_, q)| q);
+    let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
     let mut headers = HeaderMap::new();
     for line in lines {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -65,7 +77,7 @@ fn parse(data: &[u8]) -> Input<'_> {
         .and_then(|text| serde_json::from_slice::<Value>(text).ok())
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({ "Gateway": { "AuthToken": "fuzz-token-0123456789", "AlwaysRequireAuth": true } }));
-    Input { headers, query, settings }
+    Input { method, path, headers, query, settings }
 }
 
 /// Every byte but letters and digits as `%XX`.
@@ -111,6 +123,110 @@ fn check_host(host: &str) {
     }
 }
 
+/// Whether a body follows the head, as hyper tells the gateway: a length other than 0, or chunks.
+fn has_body(headers: &HeaderMap) -> bool {
+    headers.contains_key(header::TRANSFER_ENCODING)
+        || headers.get(header::CONTENT_LENGTH).is_some_and(|length| length.as_bytes().iter().any(|b| *b != b'0'))
+}
+
+/// Any method but GET, HEAD and OPTIONS.
+fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// The media type of a `Content-Type` value, as the gateway compares it.
+fn is_json(content_type: Option<&HeaderValue>) -> bool {
+    content_type
+        .and_then(|t| t.to_str().ok())
+        .is_some_and(|t| t.split(';').next().unwrap_or("").trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The browser checks, on the input's request and on requests built from it.
+fn check_browser_rules(policy: &AuthPolicy, input: &Input, token: Option<&str>) {
+    let headers = &input.headers;
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(str::trim);
+    // Requests built here carry no query: an allowed `?token=` in the input's would exempt them.
+    let refuse = |method: &Method, headers: &HeaderMap, has_body: bool| {
+        policy.browser_refusal(&RequestHead { method, path: input.path, query: None, headers, host, has_body })
+    };
+
+    // The input as it came.
+    let body = has_body(headers);
+    let as_it_came = RequestHead { method: &input.method, path: input.path, query: input.query, headers, host, has_body: body };
+    let marked = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).is_some_and(|site| {
+        let site = site.trim();
+        site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site")
+    });
+    let by_token = token.is_some_and(|token| bearer(headers) == Some(token));
+    match policy.browser_refusal(&as_it_came) {
+        Some(BrowserRefusal::NotJson { .. }) => {
+            assert!(changes_state(&input.method) && body && !is_json(headers.get(header::CONTENT_TYPE)), "415 for a JSON body or no body");
+        }
+        Some(refused @ (BrowserRefusal::CrossSiteWrite { .. } | BrowserRefusal::CrossSiteRead { .. })) => {
+            assert!(headers.contains_key(header::ORIGIN) || marked, "403 without an Origin or a cross-site mark: {refused}");
+            assert!(!by_token, "403 for a request carrying the token: {refused}");
+            if matches!(refused, BrowserRefusal::CrossSiteRead { .. }) {
+                assert!(marked && matches!(input.method, Method::GET | Method::HEAD), "a read refused without its mark: {refused}");
+            }
+        }
+        None => {
+            if changes_state(&input.method) && body {
+                assert!(is_json(headers.get(header::CONTENT_TYPE)), "a body not sent as JSON passed");
+            }
+        }
+    }
+
+    // The content type alone (no Origin, no mark: a program): 415 exactly for a body not sent as JSON.
+    for (content_type, json) in [
+        ("application/json", true),
+        ("application/json; charset=utf-8", true),
+        ("APPLICATION/JSON", true),
+        ("text/plain;charset=UTF-8", false),
+        ("application/x-www-form-urlencoded", false),
+        ("multipart/form-data; boundary=x", false),
+    ] {
+        let typed = with_header(header::CONTENT_TYPE, content_type).expect("a content type");
+        for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
+            let refused = refuse(&method, &typed, true);
+            assert_eq!(refused.is_some(), !json, "{method} {content_type}: {refused:?}");
+            assert!(refuse(&method, &typed, false).is_none(), "{method} {content_type} without a body");
+        }
+        assert!(refuse(&Method::GET, &typed, true).is_none(), "GET {content_type}");
+    }
+    assert!(refuse(&Method::POST, &HeaderMap::new(), true).is_some(), "an untyped body");
+
+    // Where a JSON change comes from.
+    let json_change = |extra: &[(HeaderName, String)]| {
+        let mut headers = with_header(header::CONTENT_TYPE, "application/json").expect("a content type");
+        for (name, value) in extra {
+            headers.append(name.clone(), HeaderValue::from_str(value).ok()?);
+        }
+        Some(refuse(&Method::POST, &headers, true))
+    };
+    // A Host as a browser writes it (name or address, port): its origin is `http://{host}`.
+    if let Some(host) = host.filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric() || b".-:[]".contains(&b))) {
+        let own = format!("http://{host}");
+        if let Some(refused) = json_change(&[(header::ORIGIN, own.clone())]) {
+            assert!(refused.is_none(), "a change from the gateway's own origin {own}: {refused:?}");
+        }
+        let other = if host == "127.0.0.1:1" { "http://127.0.0.1:2" } else { "http://127.0.0.1:1" };
+        if !policy.trusted_origin(other, Some(host)) {
+            let refused = json_change(&[(header::ORIGIN, other.to_string()), ("sec-fetch-site".parse().unwrap(), "same-site".into())]);
+            assert!(matches!(refused, Some(Some(BrowserRefusal::CrossSiteWrite { .. }))), "a change from {other} on Host {host}: {refused:?}");
+        }
+    }
+    // The token exempts whatever the input's Origin and marks say.
+    if let Some(token) = token.filter(|token| with_header(header::AUTHORIZATION, &format!("Bearer {token}")).is_some_and(|h| bearer(&h) == Some(*token))) {
+        let mut extra: Vec<(HeaderName, String)> = vec![(header::AUTHORIZATION, format!("Bearer {token}"))];
+        for name in [header::ORIGIN, HeaderName::from_static("sec-fetch-site")] {
+            extra.extend(headers.get_all(&name).iter().filter_map(|v| v.to_str().ok()).map(|v| (name.clone(), v.to_string())));
+        }
+        if let Some(refused) = json_change(&extra) {
+            assert!(refused.is_none(), "a change carrying the token: {refused:?}");
+        }
+    }
+}
+
 fn with_header(name: HeaderName, value: &str) -> Option<HeaderMap> {
     let value = HeaderValue::from_str(value).ok()?;
     value.to_str().ok()?;
@@ -144,7 +260,7 @@ fuzz_target!(|data: &[u8]| {
     }
 
     // The policy of these settings, on this request and on requests built to hold.
-    let settings = Settings { effective: input.settings, config_dir: PathBuf::from("/fuzz/config") };
+    let settings = Settings { effective: input.settings.clone(), config_dir: PathBuf::from("/fuzz/config") };
     let loopback: Vec<SocketAddr> = parse_urls(DEFAULT_URLS).expect("the default URLs");
     let bound = settings.get_str("Gateway:Urls").and_then(|urls| parse_urls(&urls).ok()).unwrap_or(loopback);
     let Ok(policy) = AuthPolicy::from_settings(&settings, &bound) else { return };
@@ -155,6 +271,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = policy.admin_refusal(headers);
     assert!(matches!(policy.check_credentials(&HeaderMap::new(), None), Credential::Missing));
+    check_browser_rules(&policy, &input, settings.get_str("Gateway:AuthToken").as_deref());
 
     if let Some(token) = settings.get_str("Gateway:AuthToken") {
         if bearer(headers) == Some(token.as_str()) {

@@ -50,7 +50,8 @@ pub mod fuzzing {
     pub use crate::env_overrides::apply_env_overrides;
     pub use crate::gateway_config::{data_dir, module_config, module_path, parse_urls, DEFAULT_URLS};
     pub use crate::http::auth::{
-        bearer, cookies, host_part, is_loopback_name, is_loopback_origin, query_param, AuthPolicy, Credential, SESSION_COOKIE,
+        bearer, cookies, host_part, is_loopback_name, is_loopback_origin, query_param, AuthPolicy, BrowserRefusal, Credential,
+        RequestHead, SESSION_COOKIE,
     };
     pub use crate::http::chat::{input_answer, turn_request};
     pub use crate::http::connections::ConnectionLimits;

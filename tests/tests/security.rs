@@ -2,8 +2,9 @@
 //! appears in the gateway's logs (debug level, every way of presenting it, right or wrong) nor in
 //! any answer, and an app cannot read it from its environment; a page of another site (or of
 //! another port of the same host, such as an app's sandbox) cannot use a browser's session cookie
-//! to change anything; an app's UI reaches only its own app's tools, and of those not the
-//! model-only ones.
+//! to change anything or to read data, nor drive an open gateway's agent (a change must come as
+//! JSON from the gateway's own origin, or carry the token); an app's UI reaches only its own app's
+//! tools, and of those not the model-only ones.
 
 mod support;
 
@@ -193,9 +194,47 @@ fn cross_site_writes_with_the_cookie_are_refused_and_app_uis_reach_only_their_ow
         let with_token: Vec<(&str, &str)> = with_token.iter().map(|(k, v)| (*k, v.as_str())).collect();
         assert!(served(ui_call(&gw, "a", "only_in_a", &with_token)), "{what} with the token");
     }
-    // Reading with the cookie stays possible from the page (GET is not a write).
-    let read = gw.client().get(gw.url("/apps/health")).header("cookie", cookie).header("sec-fetch-site", "same-site").send().unwrap();
-    assert_eq!(read.status().as_u16(), 200);
+    // Reading with the cookie: from the page itself, yes; from a page the browser marks as another
+    // site's (or another port's of this host), no — unless that page's origin is allowed.
+    let read = |path: &str, headers: &[(&str, &str)]| {
+        let mut request = gw.client().get(gw.url(path)).header("cookie", cookie);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().unwrap();
+        (response.status().as_u16(), response.text().unwrap())
+    };
+    for path in ["/apps/sessions", "/apps/health"] {
+        assert_eq!(read(path, &[("sec-fetch-site", "same-origin")]).0, 200, "{path} from the page");
+        assert_eq!(read(path, &[]).0, 200, "{path} without browser marks");
+        for site in ["cross-site", "same-site"] {
+            let (status, body) = read(path, &[("sec-fetch-site", site)]);
+            assert_eq!(status, 403, "{path} marked {site}: {body}");
+            assert!(body.contains("cross_site_request") && body.contains(site), "{path}: {body}");
+            let (status, body) = read(path, &[("sec-fetch-site", site), ("origin", sandbox_like.as_str())]);
+            assert_eq!(status, 403, "{path} marked {site} from {sandbox_like}: {body}");
+        }
+        let (status, body) = read(path, &[("sec-fetch-site", "cross-site"), ("origin", "https://trusted.example")]);
+        assert_eq!(status, 200, "{path} from an allowed origin: {body}");
+    }
+    // The host page itself stays reachable from a link anywhere.
+    assert_eq!(read("/apps/", &[("sec-fetch-site", "cross-site")]).0, 200);
+    // Even from the page, a change must come as JSON: a form's or a text/plain body is refused.
+    for content_type in ["text/plain;charset=UTF-8", "application/x-www-form-urlencoded"] {
+        let response = gw
+            .client()
+            .post(gw.url("/apps/chat"))
+            .header("cookie", cookie)
+            .header("origin", &own_origin)
+            .header("content-type", content_type)
+            .body(r#"{"message":"hi"}"#)
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        let body: serde_json::Value = response.json().unwrap();
+        assert_eq!(status, 415, "{content_type}: {body}");
+        assert_eq!(body["error"]["code"], "unsupported_media_type", "{body}");
+    }
 
     // An app's UI reaches its own app only: b's tool is unknown to a, under its own name and under
     // the registry's prefixed name, while b serves it; a model-only tool is refused to every UI.
@@ -213,4 +252,104 @@ fn cross_site_writes_with_the_cookie_are_refused_and_app_uis_reach_only_their_ow
     }
     let (status, body) = ui_call(&gw, "a%2F..%2Fb", "only_in_b", &headers);
     assert!(body.contains("Unknown McpApp 'a/../b'") && !body.contains("called on"), "an app id with a path in it: {status} {body}");
+}
+
+/// An open gateway (loopback, no token required) and a browser: any local page — an HTTP app's
+/// own page on another port, say — could post to `/apps/chat` without a preflight (a form, or a
+/// `text/plain` fetch) and so drive the agent and its tools. The gateway takes a change only as
+/// JSON, and only from its own origin (or an allowed one), unless the token itself comes along.
+/// The scripted model counts the turns that actually ran.
+#[test]
+fn an_open_gateway_runs_a_chat_turn_only_for_json_from_its_own_origin_or_the_token() {
+    let llm = gateway_e2e::scripted_llm::ScriptedLlm::start();
+    llm.respond_with(|_| gateway_e2e::scripted_llm::Reply::text(["turn ran"]));
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({
+        "Gateway": { "AuthTokenEnv": "SECURITY_TOKEN", "DataPath": dir.path().join("data") },
+        "Agent": { "BaseUrl": llm.base_url(), "Model": "scripted", "TimeoutSeconds": 30 },
+        "Security": { "AllowedOrigins": ["http://localhost:5173"] },
+        "OpenClaw": { "McpApps": { "Enabled": false } }
+    });
+    let gw = GatewayProcess::start_with(GatewayOptions {
+        config,
+        env: vec![("SECURITY_TOKEN".into(), TOKEN.into())],
+        ..Default::default()
+    });
+    let own_origin = gw.base_url().trim_end_matches('/').to_string();
+    let other_port = format!("http://127.0.0.1:{}", gateway_e2e::free_port());
+    let chat = |content_type: Option<&str>, body: &str, headers: &[(&str, &str)]| {
+        let mut request = gw.client().post(gw.url("/apps/chat")).body(body.to_string());
+        if let Some(content_type) = content_type {
+            request = request.header("content-type", content_type);
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().unwrap();
+        (response.status().as_u16(), response.text().unwrap())
+    };
+    let message = r#"{"message":"list the apps"}"#;
+    let foreign = [("origin", other_port.as_str()), ("sec-fetch-site", "same-site")];
+
+    // What a page on another port can send without a preflight: refused before any turn.
+    for (content_type, body) in [
+        (Some("text/plain;charset=UTF-8"), message),
+        (Some("application/x-www-form-urlencoded"), "message=list+the+apps"),
+        (Some("multipart/form-data; boundary=b"), "--b\r\nContent-Disposition: form-data; name=\"message\"\r\n\r\nhi\r\n--b--\r\n"),
+        (None, message),
+    ] {
+        let (status, text) = chat(content_type, body, &foreign);
+        assert_eq!(status, 415, "{content_type:?}: {text}");
+        let error: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(error["error"]["code"], "unsupported_media_type", "{text}");
+        let said = error["error"]["message"].as_str().unwrap();
+        assert!(said.contains("application/json"), "names the type expected: {said}");
+        let received = content_type.map_or("no Content-Type".to_string(), |t| t.split(';').next().unwrap().to_string());
+        assert!(said.contains(&received), "names the type received ({received}): {said}");
+    }
+    // JSON from another origin's page (which would need a preflight, but the browser's marks and
+    // the Origin say where it comes from): refused too.
+    for headers in [
+        foreign.to_vec(),
+        vec![("origin", other_port.as_str())],
+        vec![("origin", "http://localhost:5000")],
+        vec![("sec-fetch-site", "cross-site")],
+    ] {
+        let (status, text) = chat(Some("application/json"), message, &headers);
+        assert_eq!(status, 403, "{headers:?}: {text}");
+        assert!(text.contains("cross_site_request"), "{text}");
+    }
+    // The MCP endpoint answers the same way (rmcp's own 415 was plain text).
+    let response = gw
+        .client()
+        .post(gw.url("/mcp"))
+        .header("content-type", "text/plain")
+        .header("origin", other_port.as_str())
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .send()
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 415);
+    assert_eq!(response.json::<serde_json::Value>().unwrap()["error"]["code"], "unsupported_media_type");
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(llm.request_count(), 0, "a refused request ran a turn");
+
+    // The gateway's own page, an allowed origin, the token from anywhere, a program (no browser
+    // marks): each runs its turn.
+    let bearer = format!("Bearer {TOKEN}");
+    let accepted: [(&str, Vec<(&str, &str)>); 4] = [
+        ("own origin", vec![("origin", own_origin.as_str()), ("sec-fetch-site", "same-origin")]),
+        ("allowed origin", vec![("origin", "http://localhost:5173"), ("sec-fetch-site", "same-site")]),
+        ("the token", vec![foreign[0], foreign[1], ("authorization", bearer.as_str())]),
+        ("no browser", vec![]),
+    ];
+    for (i, (what, headers)) in accepted.iter().enumerate() {
+        let (status, text) = chat(Some("application/json; charset=utf-8"), message, headers);
+        assert_eq!(status, 200, "{what}: {text}");
+        assert!(text.contains("turn ran"), "{what}: {text}");
+        assert_eq!(llm.request_count(), i + 1, "{what}: the turn reached the model");
+    }
+    // A change without a body needs no type: ending a session from the page.
+    let response = gw.client().delete(gw.url("/apps/sessions/no-such-session")).header("origin", own_origin.as_str()).send().unwrap();
+    let status = response.status().as_u16();
+    assert!(status != 415 && status != 403, "DELETE without a body: {status} {}", response.text().unwrap());
 }

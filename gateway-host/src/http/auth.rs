@@ -13,6 +13,14 @@
 //!   when present, a loopback origin or one of `Security.AllowedOrigins`.
 //! - Tokens and cookies are compared through SHA-256 digests with `subtle`'s constant-time
 //!   equality, so neither timing nor length reveals anything about the secret.
+//! - Whatever admits a request, a browser may have sent it for another page: another site, or
+//!   another port of this host such as an HTTP app's own page or the app sandbox. An HTML form,
+//!   or a `fetch` with a `text/plain` body, reaches the gateway without a CORS preflight, carrying
+//!   the session cookie (same-site pages) or needing nothing at all (an open gateway). So a
+//!   request that changes something takes only a JSON body (415 otherwise) and, unless it carries
+//!   the token itself, must come from the gateway's own origin or one of
+//!   `Security.AllowedOrigins` (403 otherwise); a read the browser marks as coming from another
+//!   site is refused the same way (see [`AuthPolicy::browser_refusal`]).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -114,7 +122,9 @@ impl AuthPolicy {
                 if self.allow_query_token { ", ?token= allowed" } else { "" }
             )
         } else {
-            "Auth: open (loopback only); Host and Origin must be loopback names".to_string()
+            "Auth: open (loopback only); Host and Origin must be loopback names, and browsers change things only as JSON \
+             from the gateway's own origin or Security.AllowedOrigins"
+                .to_string()
         }
     }
 
@@ -342,9 +352,8 @@ impl AuthPolicy {
 ///   Everything the page displays comes from routes that still need credentials, `/apps/events`
 ///   included. When the gateway is open, the DNS-rebinding check still applies to these (it runs
 ///   for every request, see [`guard`]).
-fn is_public(request: &Request) -> bool {
-    let path = request.uri().path();
-    match *request.method() {
+fn is_public(method: &Method, path: &str) -> bool {
+    match *method {
         Method::POST => path == "/auth/session",
         Method::GET => {
             matches!(path, "/" | "/apps" | "/apps/")
@@ -354,68 +363,235 @@ fn is_public(request: &Request) -> bool {
     }
 }
 
-/// The middleware in front of every route (see [`super::router`]).
+/// Any method but GET, HEAD and OPTIONS: what a cross-site request could use to change something.
+fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// The middleware in front of every route (see [`super::router`]): who may ask (credentials, or
+/// the DNS-rebinding check when open), then whether a browser could have sent the request for
+/// another page ([`AuthPolicy::browser_refusal`]).
 pub async fn guard(State(state): State<Arc<GatewayState>>, request: Request, next: Next) -> Response {
     let auth = &state.auth;
-    if auth.required {
-        if !is_public(&request) {
-            match auth.check_credentials(request.headers(), request.uri().query()) {
-                Credential::Valid => {}
-                Credential::Cookie => {
-                    if let Some(refusal) = cross_site_check(auth, &request) {
-                        return refusal;
-                    }
-                }
-                Credential::Missing => {
-                    return unauthorized(
-                        "this gateway requires credentials: Authorization: Bearer <token>, or the session cookie from POST /auth/session",
-                        false,
-                    )
-                }
-                Credential::Invalid => return unauthorized("the credential presented is not valid", true),
-            }
-        }
-    } else if let Some(refusal) = rebinding_check(auth, &request) {
+    let refusal = if auth.required { credential_check(auth, &request) } else { rebinding_check(auth, &request) };
+    if let Some(refusal) = refusal {
         return refusal;
+    }
+    if let Some(refusal) = auth.browser_refusal(&RequestHead::of(&request)) {
+        return refusal.into_response();
     }
     next.run(request).await
 }
 
-/// A request admitted by the session cookie alone must come from the gateway's own page when it
-/// can change something (cross-site request forgery): a browser attaches the cookie to a form or
-/// `fetch` another site sends, and `SameSite=Strict` does not stop pages of the same site — another
-/// port of the same host, such as an app's sandbox — from sending it. So a cookie-admitted request
-/// with a method other than GET/HEAD/OPTIONS is refused when its `Origin` is neither the gateway's
-/// own (the scheme-less `Host` it was sent to) nor in `Security.AllowedOrigins`, or when the
-/// browser says so through `Sec-Fetch-Site` (`cross-site`, `same-site`) with no allowed `Origin`.
-/// Requests carrying the token itself are not affected: a browser never adds a Bearer header.
-fn cross_site_check(auth: &AuthPolicy, request: &Request) -> Option<Response> {
-    if matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
+/// When credentials are required: 401 unless the request presents a valid one or is public.
+fn credential_check(auth: &AuthPolicy, request: &Request) -> Option<Response> {
+    if is_public(request.method(), request.uri().path()) {
         return None;
     }
-    let headers = request.headers();
-    let origin = headers.get(header::ORIGIN).map(|o| o.to_str().unwrap_or("").trim());
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(str::trim);
-    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok()).map(str::trim);
-    let verdict = match origin {
-        Some(origin) if auth.origin_allowed(origin) => None,
-        Some(origin) if auth.public_origin.as_deref().is_some_and(|own| own.eq_ignore_ascii_case(origin.trim_end_matches('/'))) => None,
-        Some(origin) if host.is_some_and(|host| same_origin(origin, host)) => None,
-        Some(origin) => Some(format!("Origin '{origin}' is not this gateway's own and not in Security.AllowedOrigins")),
-        None => match fetch_site {
-            Some(site) if site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site") => {
-                Some(format!("the browser marks it Sec-Fetch-Site: {site}"))
-            }
-            _ => None,
-        },
-    };
-    verdict.map(|why| {
-        json_error(
-            StatusCode::FORBIDDEN,
-            "cross_site_request",
-            format!("a request admitted by the session cookie must come from the gateway's own page: {why}; send the token as Authorization: Bearer instead"),
-        )
+    match auth.check_credentials(request.headers(), request.uri().query()) {
+        Credential::Valid | Credential::Cookie => None,
+        Credential::Missing => Some(unauthorized(
+            "this gateway requires credentials: Authorization: Bearer <token>, or the session cookie from POST /auth/session",
+            false,
+        )),
+        Credential::Invalid => Some(unauthorized("the credential presented is not valid", true)),
+    }
+}
+
+/// What the browser checks read of a request (a plain view, so that the fuzz target and the unit
+/// tests can build one without a router).
+pub struct RequestHead<'a> {
+    pub method: &'a Method,
+    pub path: &'a str,
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    /// Where the request was sent: the `Host` header, else the URI's authority (HTTP/2).
+    pub host: Option<&'a str>,
+    /// Whether a body follows the head: a length known to be 0 is no body.
+    pub has_body: bool,
+}
+
+impl<'a> RequestHead<'a> {
+    fn of(request: &'a Request) -> RequestHead<'a> {
+        let headers = request.headers();
+        RequestHead {
+            method: request.method(),
+            path: request.uri().path(),
+            query: request.uri().query(),
+            headers,
+            host: headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .map(str::trim)
+                .or_else(|| request.uri().authority().map(|a| a.as_str())),
+            has_body: http_body::Body::size_hint(request.body()).exact() != Some(0),
+        }
+    }
+
+    /// The `Origin` header ("" when it is not text: an origin no one allowed).
+    fn origin(&self) -> Option<&'a str> {
+        self.headers.get(header::ORIGIN).map(|o| o.to_str().unwrap_or("").trim())
+    }
+
+    /// `Sec-Fetch-Site: cross-site` or `same-site`: the browser says another origin's page sent it
+    /// (`same-origin` and `none`, a request the user typed or bookmarked, are not).
+    fn foreign_site_mark(&self) -> Option<&'a str> {
+        let site = self.headers.get("sec-fetch-site")?.to_str().ok()?.trim();
+        (site.eq_ignore_ascii_case("cross-site") || site.eq_ignore_ascii_case("same-site")).then_some(site)
+    }
+
+    /// The media type of `Content-Type` without its parameters (`application/json; charset=utf-8`
+    /// → `application/json`); "" when it is not text.
+    fn media_type(&self) -> Option<&'a str> {
+        let value = self.headers.get(header::CONTENT_TYPE)?;
+        Some(value.to_str().unwrap_or("").split(';').next().unwrap_or("").trim())
+    }
+}
+
+/// Why the gateway refuses a request that a browser could have sent for another page.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BrowserRefusal {
+    /// A body on a route that changes something, not sent as JSON: 415. Forms and `fetch`
+    /// without a preflight can send only `text/plain`, form or multipart bodies, or an untyped
+    /// one, so JSON-only routes are out of their reach (as rmcp already does for `/mcp`).
+    #[error(
+        "{method} {path} takes a JSON body: send it with Content-Type: application/json (this request {})",
+        received_type(.received)
+    )]
+    NotJson { method: String, path: String, received: Option<String> },
+    /// A request that changes something, from another origin's page: 403.
+    #[error(
+        "a browser request that changes something must come from this gateway's own page or an origin in \
+         Security.AllowedOrigins: {why}; a program sends the token as Authorization: Bearer instead"
+    )]
+    CrossSiteWrite { why: String },
+    /// A read of data the browser marks as coming from another site's page: 403.
+    #[error(
+        "a browser request from another site's page may read nothing here but the host page: {why}; add that origin \
+         to Security.AllowedOrigins, or send the token as Authorization: Bearer"
+    )]
+    CrossSiteRead { why: String },
+}
+
+/// What a refused request sent as its content type, for the 415's message.
+fn received_type(received: &Option<String>) -> String {
+    match received {
+        Some(media_type) => format!("sent Content-Type: {media_type}"),
+        None => "has a body but no Content-Type".to_string(),
+    }
+}
+
+impl BrowserRefusal {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            BrowserRefusal::NotJson { .. } => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            BrowserRefusal::CrossSiteWrite { .. } | BrowserRefusal::CrossSiteRead { .. } => StatusCode::FORBIDDEN,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            BrowserRefusal::NotJson { .. } => "unsupported_media_type",
+            BrowserRefusal::CrossSiteWrite { .. } | BrowserRefusal::CrossSiteRead { .. } => "cross_site_request",
+        }
+    }
+}
+
+impl IntoResponse for BrowserRefusal {
+    fn into_response(self) -> Response {
+        json_error(self.status(), self.code(), self.to_string())
+    }
+}
+
+/// A route that changes something reads only JSON bodies; a request without a body needs no type
+/// (`DELETE /apps/sessions/{id}`, a login with the Bearer header, the admin POSTs).
+fn content_type_refusal(head: &RequestHead) -> Option<BrowserRefusal> {
+    if !changes_state(head.method) || !head.has_body {
+        return None;
+    }
+    let media_type = head.media_type();
+    if media_type.is_some_and(|t| t.eq_ignore_ascii_case("application/json")) {
+        return None;
+    }
+    Some(BrowserRefusal::NotJson {
+        method: head.method.to_string(),
+        path: head.path.to_string(),
+        received: media_type.map(str::to_string),
     })
+}
+
+impl AuthPolicy {
+    /// Why a request a browser could have sent for another page is refused, if it is: the
+    /// content type of a body that changes something ([`content_type_refusal`]), then where it
+    /// comes from ([`AuthPolicy::cross_site_refusal`]). Runs after the credentials (or the
+    /// rebinding check) admitted the request, in either mode.
+    pub fn browser_refusal(&self, head: &RequestHead) -> Option<BrowserRefusal> {
+        content_type_refusal(head).or_else(|| self.cross_site_refusal(head))
+    }
+
+    /// Another origin's page may neither change anything nor read data, whatever admitted it: the
+    /// session cookie (a browser attaches it to a form or `fetch` of another port of the same
+    /// host, which `SameSite=Strict` does not stop) or nothing at all (an open gateway, where any
+    /// local page — an HTTP app's own, on another port — could otherwise drive the agent).
+    ///
+    /// - Changes (any method but GET/HEAD/OPTIONS): an `Origin` must be one the gateway trusts
+    ///   ([`AuthPolicy::trusted_origin`]); without one, `Sec-Fetch-Site: cross-site`/`same-site`
+    ///   is refused.
+    /// - Reads of data (every GET or HEAD but the host page's, see [`is_public`]): refused when
+    ///   the browser marks them `cross-site`/`same-site` and the `Origin` is not trusted. Their
+    ///   answers are unreadable there without CORS anyway, but a read can hold a stream open
+    ///   (`/apps/events`), and the page, its `EventSource` and its fetches are same-origin.
+    ///
+    /// A request that carries the token itself (Bearer header, or the allowed `?token=`) is
+    /// exempt: a browser never adds it on its own. A client that is no browser (no `Origin`, no
+    /// `Sec-Fetch-Site`) is never refused here.
+    fn cross_site_refusal(&self, head: &RequestHead) -> Option<BrowserRefusal> {
+        let origin = head.origin();
+        let trusted = origin.is_some_and(|o| self.trusted_origin(o, head.host));
+        let refusal = if changes_state(head.method) {
+            match (origin, head.foreign_site_mark()) {
+                (Some(_), _) if trusted => None,
+                (Some(origin), _) => Some(BrowserRefusal::CrossSiteWrite { why: self.untrusted(origin, head.host) }),
+                (None, Some(site)) => {
+                    Some(BrowserRefusal::CrossSiteWrite { why: format!("the browser marks it Sec-Fetch-Site: {site}") })
+                }
+                (None, None) => None,
+            }
+        } else if !matches!(*head.method, Method::GET | Method::HEAD) || is_public(head.method, head.path) || trusted {
+            None
+        } else {
+            head.foreign_site_mark().map(|site| BrowserRefusal::CrossSiteRead {
+                why: match origin {
+                    Some(origin) => format!("the browser marks it Sec-Fetch-Site: {site}, and {}", self.untrusted(origin, head.host)),
+                    None => format!("the browser marks it Sec-Fetch-Site: {site}"),
+                },
+            })
+        };
+        refusal.filter(|_| !self.presents_token(head.headers, head.query))
+    }
+
+    /// The gateway's own origin (the `Host` the request was sent to, or `Gateway.PublicBaseUrl`'s
+    /// origin behind a proxy that rewrites `Host`), or one of `Security.AllowedOrigins`.
+    pub fn trusted_origin(&self, origin: &str, host: Option<&str>) -> bool {
+        self.origin_allowed(origin)
+            || self.public_origin.as_deref().is_some_and(|own| own.eq_ignore_ascii_case(origin.trim_end_matches('/')))
+            || host.is_some_and(|host| same_origin(origin, host))
+    }
+
+    /// Why `origin` is not trusted, naming the origin the gateway calls its own.
+    fn untrusted(&self, origin: &str, host: Option<&str>) -> String {
+        let own = self.public_origin.as_deref().or(host);
+        match own {
+            Some(own) => format!("its Origin '{origin}' is neither this gateway's own ({own}) nor in Security.AllowedOrigins"),
+            None => format!("its Origin '{origin}' is not in Security.AllowedOrigins"),
+        }
+    }
+
+    /// The token itself: as a Bearer header, or as `?token=` when that is allowed.
+    fn presents_token(&self, headers: &HeaderMap, query: Option<&str>) -> bool {
+        bearer(headers).is_some_and(|token| self.token_matches(token))
+            || (self.allow_query_token && query_param(query, "token").is_some_and(|token| self.token_matches(&token)))
+    }
 }
 
 /// `scheme://authority` of a URL such as `Gateway.PublicBaseUrl` (`https://gw.example.com/base/`
@@ -433,7 +609,8 @@ fn same_origin(origin: &str, host: &str) -> bool {
     authority.is_some_and(|a| a.eq_ignore_ascii_case(host))
 }
 
-/// When open: Host must name loopback, Origin (if any) must be loopback or allowed.
+/// When open: Host must name loopback, Origin (if any) must be loopback or allowed. (A request
+/// that changes something needs more: the gateway's own origin, see [`AuthPolicy::browser_refusal`].)
 fn rebinding_check(auth: &AuthPolicy, request: &Request) -> Option<Response> {
     let host = request
         .headers()
@@ -538,16 +715,172 @@ mod tests {
 
     #[test]
     fn public_requests() {
-        let request = |method: Method, path: &str| Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
         for path in ["/", "/apps", "/apps/", "/apps/assets/host.js", "/apps/assets/anything"] {
-            assert!(is_public(&request(Method::GET, path)), "{path}");
-            assert!(!is_public(&request(Method::POST, path)), "POST {path}");
+            assert!(is_public(&Method::GET, path), "{path}");
+            assert!(!is_public(&Method::POST, path), "POST {path}");
         }
-        assert!(is_public(&request(Method::POST, "/auth/session")));
+        assert!(is_public(&Method::POST, "/auth/session"));
         for path in ["/apps/health", "/apps/events", "/apps/assets/", "/apps/assets/a/b", "/apps/mcp/x", "/mcp", "/tools", "/auth/session"] {
-            assert!(!is_public(&request(Method::GET, path)), "{path}");
+            assert!(!is_public(&Method::GET, path), "{path}");
         }
-        assert!(!is_public(&request(Method::HEAD, "/apps/")));
+        assert!(!is_public(&Method::HEAD, "/apps/"));
+    }
+
+    const TOKEN: &str = "unit-test-token-0123456789";
+
+    /// The policy of `settings` on a gateway listening on 127.0.0.1:5000 (open unless it says
+    /// otherwise).
+    fn policy(settings: Value) -> AuthPolicy {
+        let settings = Settings { effective: settings, config_dir: std::path::PathBuf::from("/unit-test") };
+        AuthPolicy::from_settings(&settings, &["127.0.0.1:5000".parse().unwrap()]).unwrap()
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(header::HeaderName::from_bytes(name.as_bytes()).unwrap(), HeaderValue::from_str(value).unwrap());
+        }
+        map
+    }
+
+    /// `auth.browser_refusal` of a request sent to `localhost:5000`.
+    fn refusal(auth: &AuthPolicy, method: Method, target: &str, pairs: &[(&str, &str)], has_body: bool) -> Option<BrowserRefusal> {
+        let (path, query) = target.split_once('?').map_or((target, None), |(p, q)| (p, Some(q)));
+        let headers = headers(pairs);
+        let head = RequestHead { method: &method, path, query, headers: &headers, host: Some("localhost:5000"), has_body };
+        auth.browser_refusal(&head)
+    }
+
+    #[test]
+    fn a_body_that_changes_something_must_be_json() {
+        let auth = policy(json!({}));
+        for content_type in ["application/json", "application/json; charset=utf-8", "Application/JSON ;charset=UTF-8"] {
+            assert_eq!(refusal(&auth, Method::POST, "/apps/chat", &[("content-type", content_type)], true), None, "{content_type}");
+        }
+        for content_type in ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonp", ""] {
+            let refused = refusal(&auth, Method::POST, "/apps/chat", &[("content-type", content_type)], true);
+            let Some(refused @ BrowserRefusal::NotJson { .. }) = refused else { panic!("{content_type}: {refused:?}") };
+            assert_eq!((refused.status(), refused.code()), (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"));
+            let message = refused.to_string();
+            assert!(message.contains("POST /apps/chat") && message.contains("application/json"), "{message}");
+            let media_type = content_type.split(';').next().unwrap().trim();
+            assert!(message.contains(&format!("sent Content-Type: {media_type}")), "{message}");
+        }
+        let untyped = refusal(&auth, Method::PUT, "/admin/workspace/mcp/x", &[], true).expect("an untyped body is refused");
+        assert!(untyped.to_string().contains("has a body but no Content-Type"), "{untyped}");
+        // No body, no type needed; reads are never asked for one.
+        assert_eq!(refusal(&auth, Method::DELETE, "/apps/sessions/s1", &[], false), None);
+        assert_eq!(refusal(&auth, Method::POST, "/admin/mcpapps/reload", &[("content-type", "text/plain")], false), None);
+        assert_eq!(refusal(&auth, Method::GET, "/apps/sessions", &[("content-type", "text/plain")], true), None);
+    }
+
+    #[test]
+    fn an_open_gateway_takes_changes_only_from_its_own_or_an_allowed_origin() {
+        let auth = policy(json!({ "Security": { "AllowedOrigins": ["http://localhost:5173/"] } }));
+        let json_post = |pairs: &[(&str, &str)]| {
+            let mut pairs = pairs.to_vec();
+            pairs.push(("content-type", "application/json"));
+            refusal(&auth, Method::POST, "/apps/chat", &pairs, true)
+        };
+        for pairs in [
+            vec![],
+            vec![("origin", "http://localhost:5000")],
+            vec![("origin", "http://LOCALHOST:5000/"), ("sec-fetch-site", "same-origin")],
+            vec![("origin", "http://localhost:5173"), ("sec-fetch-site", "same-site")],
+            vec![("sec-fetch-site", "same-origin")],
+            vec![("sec-fetch-site", "none")],
+        ] {
+            assert_eq!(json_post(&pairs), None, "{pairs:?}");
+        }
+        for pairs in [
+            vec![("origin", "http://127.0.0.1:43117"), ("sec-fetch-site", "same-site")],
+            vec![("origin", "http://localhost:5001")],
+            vec![("origin", "null")],
+            vec![("sec-fetch-site", "cross-site")],
+            vec![("sec-fetch-site", "Same-Site")],
+        ] {
+            let refused = json_post(&pairs);
+            let Some(refused @ BrowserRefusal::CrossSiteWrite { .. }) = refused else { panic!("{pairs:?}: {refused:?}") };
+            assert_eq!((refused.status(), refused.code()), (StatusCode::FORBIDDEN, "cross_site_request"));
+            assert!(refused.to_string().contains("Bearer"), "{refused}");
+        }
+        let named = json_post(&[("origin", "http://127.0.0.1:43117")]).unwrap().to_string();
+        assert!(named.contains("'http://127.0.0.1:43117'") && named.contains("localhost:5000"), "{named}");
+        // Without a token configured, nothing exempts a foreign page, not even a Bearer header.
+        assert!(json_post(&[("origin", "http://127.0.0.1:43117"), ("authorization", "Bearer guess")]).is_some());
+    }
+
+    #[test]
+    fn the_token_itself_exempts_a_request_and_the_cookie_does_not() {
+        let auth = policy(json!({ "Gateway": { "AuthToken": TOKEN, "AlwaysRequireAuth": true, "AllowQueryStringToken": true } }));
+        let bearer = format!("Bearer {TOKEN}");
+        let foreign = [("origin", "https://evil.example"), ("content-type", "application/json")];
+        let post = |extra: Option<(&str, &str)>| {
+            let pairs: Vec<(&str, &str)> = foreign.iter().copied().chain(extra).collect();
+            refusal(&auth, Method::POST, "/apps/chat", &pairs, true)
+        };
+        assert_eq!(post(Some(("authorization", bearer.as_str()))), None);
+        assert_eq!(refusal(&auth, Method::POST, &format!("/apps/chat?token={TOKEN}"), &foreign, true), None);
+        assert!(post(Some(("authorization", "Bearer wrong"))).is_some());
+        assert!(post(Some(("cookie", "gateway_session=abc"))).is_some());
+        assert!(post(None).is_some());
+        assert!(refusal(&auth, Method::GET, "/apps/sessions", &[("sec-fetch-site", "cross-site")], false).is_some());
+        assert_eq!(refusal(&auth, Method::GET, "/apps/sessions", &[("sec-fetch-site", "cross-site"), ("authorization", &bearer)], false), None);
+        // The token does not excuse a body that is not JSON.
+        let refused = refusal(&auth, Method::POST, "/apps/chat", &[("authorization", bearer.as_str()), ("content-type", "text/plain")], true);
+        assert!(matches!(refused, Some(BrowserRefusal::NotJson { .. })), "{refused:?}");
+    }
+
+    #[test]
+    fn reads_of_data_marked_cross_site_are_refused_unless_from_a_trusted_origin() {
+        let auth = policy(json!({
+            "Gateway": { "AuthToken": TOKEN, "AlwaysRequireAuth": true, "PublicBaseUrl": "https://gw.example.com/base/" },
+            "Security": { "AllowedOrigins": ["https://trusted.example"] }
+        }));
+        let get = |method: Method, path: &str, pairs: &[(&str, &str)]| refusal(&auth, method, path, pairs, false);
+        for site in ["cross-site", "same-site"] {
+            for path in ["/apps/sessions", "/apps/events", "/apps/health", "/healthz", "/mcp"] {
+                let refused = get(Method::GET, path, &[("sec-fetch-site", site)]);
+                assert!(matches!(refused, Some(BrowserRefusal::CrossSiteRead { .. })), "{site} {path}: {refused:?}");
+                assert!(get(Method::HEAD, path, &[("sec-fetch-site", site)]).is_some(), "HEAD {path}");
+            }
+            let foreign = get(Method::GET, "/apps/sessions", &[("sec-fetch-site", site), ("origin", "http://localhost:5001")]);
+            assert!(foreign.is_some_and(|r| r.to_string().contains("'http://localhost:5001'")));
+            // The host page may be linked from anywhere; an allowed origin reads through CORS.
+            assert_eq!(get(Method::GET, "/apps/", &[("sec-fetch-site", site)]), None);
+            assert_eq!(get(Method::GET, "/apps/assets/host.js", &[("sec-fetch-site", site)]), None);
+            assert_eq!(get(Method::GET, "/apps/sessions", &[("sec-fetch-site", site), ("origin", "https://trusted.example")]), None);
+            assert_eq!(get(Method::GET, "/apps/sessions", &[("sec-fetch-site", site), ("origin", "https://gw.example.com")]), None);
+            assert_eq!(get(Method::OPTIONS, "/apps/sessions", &[("sec-fetch-site", site)]), None);
+        }
+        for pairs in [vec![], vec![("sec-fetch-site", "same-origin")], vec![("sec-fetch-site", "none")], vec![("origin", "https://evil.example")]] {
+            assert_eq!(get(Method::GET, "/apps/sessions", &pairs), None, "{pairs:?}");
+        }
+    }
+
+    #[test]
+    fn the_head_of_a_request_knows_whether_a_body_follows() {
+        let request = |body: Body| Request::builder().method(Method::POST).uri("http://localhost:5000/apps/chat?x=1").body(body).unwrap();
+        let empty = request(Body::empty());
+        let head = RequestHead::of(&empty);
+        assert!(!head.has_body);
+        assert_eq!((head.path, head.query, head.host), ("/apps/chat", Some("x=1"), Some("localhost:5000")));
+        assert!(RequestHead::of(&request(Body::from("hello"))).has_body);
+        let streamed = Body::from_stream(futures::stream::iter([Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"{}"))]));
+        assert!(RequestHead::of(&request(streamed)).has_body, "a body of unknown length is a body");
+        let mut with_host = request(Body::empty());
+        with_host.headers_mut().insert(header::HOST, HeaderValue::from_static("127.0.0.1:5000"));
+        assert_eq!(RequestHead::of(&with_host).host, Some("127.0.0.1:5000"), "the Host header first");
+    }
+
+    #[test]
+    fn a_refusal_is_a_json_error() {
+        let response = BrowserRefusal::CrossSiteWrite { why: "because".into() }.into_response();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+        let response =
+            BrowserRefusal::NotJson { method: "POST".into(), path: "/apps/chat".into(), received: Some("text/plain".into()) }.into_response();
+        assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(response.headers()[header::CONTENT_TYPE], "application/json");
     }
 
     #[test]
