@@ -1,7 +1,8 @@
 //! HTTP routing: one plain async handler per route, sharing [`GatewayState`].
 //!
 //! Layering, outermost first: CORS (answers preflights before anything else, R37) → auth
-//! (R36: credentials, or the DNS-rebinding check when open) → the routes. The auth layer wraps
+//! (R36: credentials, or the DNS-rebinding check when open; then the browser rules: changes only as
+//! JSON, from the gateway's own or an allowed origin) → the routes. The auth layer wraps
 //! the **whole** router, so every route — including ones merged in later, such as `/mcp` — is
 //! protected; the only exemptions are `POST /auth/session` and the host page's static files
 //! (see [`auth::guard`]).
