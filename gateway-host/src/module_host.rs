@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
@@ -17,6 +17,7 @@ use host_abi::{
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{broadcast, OwnedRwLockReadGuard};
+use tokio_util::sync::CancellationToken;
 
 use crate::app_http::AppHttp;
 use crate::module_loader::{LoadedModule, ModuleSummary};
@@ -182,6 +183,16 @@ pub struct ModuleHost {
     /// The client every instance's `http_post` sends with (so a swap keeps its connections).
     http: Option<AppHttp>,
     next_call_id: AtomicU64,
+    /// Set once a graceful shutdown stops waiting for calls ([`ModuleHost::cut_off_calls`]).
+    cut_off: CutOff,
+}
+
+/// Why the relayed calls in flight were ended without their result: a graceful shutdown that
+/// stopped waiting for them. Once set, it stays set (the process is on its way out).
+#[derive(Default)]
+struct CutOff {
+    token: CancellationToken,
+    reason: OnceLock<String>,
 }
 
 /// One swap attempt, as `/healthz` reports it.
@@ -244,6 +255,7 @@ impl ModuleHost {
             relays,
             http,
             next_call_id: AtomicU64::new(1),
+            cut_off: CutOff::default(),
         }))
     }
 
@@ -367,6 +379,22 @@ impl ModuleHost {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Ends every relayed call in flight, and any started from now on, with `reason` as its
+    /// answer (see `mcp_relay::drive`): a graceful shutdown calls this when it stops waiting,
+    /// before the connections close and the module stops, so that each call's client still
+    /// gets a response naming the shutdown on its own stream, and no call of the module is left
+    /// for the module's shutdown to pull from under it.
+    pub fn cut_off_calls(&self, reason: impl Into<String>) {
+        let _ = self.cut_off.reason.set(reason.into());
+        self.cut_off.token.cancel();
+    }
+
+    /// Resolves, with the reason, once calls are cut off ([`ModuleHost::cut_off_calls`]).
+    pub async fn calls_cut_off(&self) -> &str {
+        self.cut_off.token.cancelled().await;
+        self.cut_off.reason.get().map_or("the gateway is shutting down", String::as_str)
     }
 
     /// Records `call_id` as in flight until the returned guard drops.

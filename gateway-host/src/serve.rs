@@ -129,15 +129,20 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
     tracing::info!("Gateway shutting down: no new connections; calls and chat turns in progress get up to {}s to finish", bound.as_secs_f64());
     let _ = stop_tx.send(true);
     state.turns.close();
-    tokio::select! {
-        _ = async { tokio::join!(state.turns.wait(), module.idle()) } => {}
+    let drained = tokio::select! {
+        _ = async { tokio::join!(state.turns.wait(), module.idle()) } => Drained::Idle,
         _ = tokio::time::sleep(bound) => {
             tracing::warn!("calls or chat turns still running after {}s (Gateway.ShutdownTimeoutSeconds); stopping anyway", bound.as_secs_f64());
+            Drained::BoundPassed(bound)
         }
-        _ = signals.next() => tracing::warn!("a second stop signal: not waiting for calls in progress"),
-    }
-    // Connections end once their last response is out; what stays open is a stream (an event
-    // stream, an MCP session's GET stream), which ends now.
+        _ = signals.next() => {
+            tracing::warn!("a second stop signal: not waiting for calls in progress");
+            Drained::SecondSignal
+        }
+    };
+    cut_off_calls(&module, &drained).await;
+    // Connections end once their last response is out (the cut-off calls' answers among them);
+    // what stays open is a stream (an event stream, an MCP session's GET stream), which ends now.
     let mut servers = futures::future::join_all(servers);
     if tokio::time::timeout(LAST_RESPONSES, &mut servers).await.is_err() {
         state.shutdown.cancel();
@@ -150,6 +155,46 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
     tracing::info!("Gateway stopped");
     Ok(())
 }
+
+/// How the wait for the work in progress ended, at a graceful shutdown.
+enum Drained {
+    /// No call and no chat turn was left.
+    Idle,
+    /// `Gateway.ShutdownTimeoutSeconds` passed first.
+    BoundPassed(std::time::Duration),
+    /// A second stop signal cut the wait short.
+    SecondSignal,
+}
+
+impl Drained {
+    /// What a relayed call still running (or arriving late) is answered.
+    fn cut_off_reason(&self) -> String {
+        const SHUTTING_DOWN: &str = "the gateway is shutting down";
+        match self {
+            Drained::Idle => format!("{SHUTTING_DOWN}: it takes no new calls"),
+            Drained::BoundPassed(bound) => {
+                format!("{SHUTTING_DOWN}: the call was cut off after Gateway.ShutdownTimeoutSeconds ({} s)", bound.as_secs_f64())
+            }
+            Drained::SecondSignal => format!("{SHUTTING_DOWN}: the call was cut off by a second stop signal"),
+        }
+    }
+}
+
+/// Ends the relayed calls still running (each answers its client with the reason, see
+/// `ModuleHost::cut_off_calls`) and waits, up to [`CUT_OFF_GRACE`], until none is left in the
+/// module: the module is shut down only after that, so no call of it is still polled (or its
+/// answer awaited) once its runtime is gone. Calls waiting for a 2026-07-28 client to come back
+/// are not waited for; they end with the module.
+async fn cut_off_calls(module: &ModuleHost, drained: &Drained) {
+    module.cut_off_calls(drained.cut_off_reason());
+    if tokio::time::timeout(CUT_OFF_GRACE, module.idle()).await.is_err() {
+        tracing::warn!("module calls still in flight {}s after they were cut off; shutting the module down under them", CUT_OFF_GRACE.as_secs_f64());
+    }
+}
+
+/// How long calls get to end once cut off (dropping a call cancels it at once; this bounds a
+/// module that does not let go).
+const CUT_OFF_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How long a graceful shutdown waits for calls and chat turns (`Gateway.ShutdownTimeoutSeconds`).
 const DEFAULT_SHUTDOWN_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
@@ -260,5 +305,14 @@ mod tests {
         for wrong in [json!(0), json!(-1), json!("many"), json!(1.5), json!(100_000)] {
             assert_eq!(worker_threads(&settings(json!({ "WorkerThreads": wrong }))), half, "{wrong}");
         }
+    }
+
+    /// The answer of a call cut off names the shutdown and why it did not wait longer.
+    #[test]
+    fn a_cut_off_call_is_told_why() {
+        let bound = Drained::BoundPassed(std::time::Duration::from_secs(3)).cut_off_reason();
+        assert_eq!(bound, "the gateway is shutting down: the call was cut off after Gateway.ShutdownTimeoutSeconds (3 s)");
+        assert_eq!(Drained::SecondSignal.cut_off_reason(), "the gateway is shutting down: the call was cut off by a second stop signal");
+        assert_eq!(Drained::Idle.cut_off_reason(), "the gateway is shutting down: it takes no new calls");
     }
 }

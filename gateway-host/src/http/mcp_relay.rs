@@ -10,7 +10,9 @@
 //!   needs gets the call refused with "missing required client capability" (-32021); a roots
 //!   question it cannot answer is declined to the app (see [`drive`]). Initialize-era clients keep
 //!   their earlier rule: the module answers the app with an error, and the tool reports it;
-//! - the client's cancel drops the call, which cancels it in the module and at the app.
+//! - the client's cancel drops the call, which cancels it in the module and at the app;
+//! - a graceful shutdown that stops waiting for calls ends the call with -32001 naming the
+//!   shutdown, as the request's answer on its own stream (see [`drive`]).
 
 use host_abi::jsonrpc;
 use rmcp::model::{ClientCapabilities, InputRequest, InputRequiredResult, ProtocolVersion, ServerNotification, ServerRequest};
@@ -128,7 +130,34 @@ impl Caller for RequestContext<RoleServer> {
 }
 
 /// Runs a relayed call to its end (or to its next `input_required` round) for this request.
+///
+/// A graceful shutdown that stops waiting ([`ModuleHost::cut_off_calls`]) ends it with an error
+/// naming the shutdown (-32001, the app's answer given up on), wherever it is — waiting on the
+/// app, or on its client's answer to a question — and a call that starts after that ends so at
+/// once. The error is the request's answer, written on the request's own stream like any
+/// other, before the gateway closes its connections: without it, a call still running when the
+/// streams end would leave its client a stream that ends with no response at all.
 pub async fn drive<T: Send + 'static>(
+    call: RelayedCall<T>,
+    caller: &impl Caller,
+    module: &ModuleHost,
+    parked: &Parked<T>,
+) -> Result<Outcome<T>, ErrorData> {
+    tokio::select! {
+        biased;
+        reason = module.calls_cut_off() => Err(cut_off(reason)),
+        // Dropped when cut off: dropping the call cancels it in the module, which tells the app.
+        outcome = drive_to_end(call, caller, module, parked) => outcome,
+    }
+}
+
+/// The answer of a call cut off by the gateway's shutdown.
+pub fn cut_off(reason: &str) -> ErrorData {
+    ErrorData::new(rmcp::model::ErrorCode(jsonrpc::UPSTREAM_FAILED), reason.to_string(), None)
+}
+
+/// [`drive`] until the call ends, its client cancels, or a 2026-07-28 client has to answer.
+async fn drive_to_end<T: Send + 'static>(
     mut call: RelayedCall<T>,
     caller: &impl Caller,
     module: &ModuleHost,

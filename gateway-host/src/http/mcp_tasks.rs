@@ -119,6 +119,8 @@ async fn run_as_task<T: Send + 'static>(mut call: RelayedCall<T>, task: &TaskCon
             step = call.next() => step,
             // Dropping the call cancels it in the module, which tells the app.
             _ = task.cancelled() => return Err(TaskExit::Cancelled),
+            // A graceful shutdown stopped waiting for calls: the task fails, naming it.
+            reason = module.calls_cut_off() => return Err(TaskExit::Error(super::mcp_relay::cut_off(reason))),
         };
         match step {
             Step::Done(result) => return Ok(result),

@@ -26,7 +26,7 @@ use std::time::Duration;
 use async_ffi::FutureExt as _;
 use futures::FutureExt as _;
 use host_abi::{error_code, AbiError, AbiFuture, RResult};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use tokio::runtime::{Handle, Runtime};
 use tokio_util::sync::CancellationToken;
 
@@ -91,6 +91,7 @@ impl ModuleRuntime {
     {
         let runtime = self.runtime.lock().take().ok_or(ShutdownError::AlreadyShutDown)?;
         self.tasks.shut_down.store(true, Ordering::Release);
+        let tasks = self.tasks.clone();
         // The runtime reaches the thread through a channel, so that if the thread cannot start,
         // it is still here to be shut down without blocking.
         let (handover, receive) = std::sync::mpsc::channel::<(Runtime, F)>();
@@ -104,6 +105,7 @@ impl ModuleRuntime {
                     None
                 }
             };
+            tasks.end_inline_polls();
             runtime.shutdown_timeout(TASK_GRACE);
             drop(kept);
             let _ = done.send(());
@@ -114,6 +116,7 @@ impl ModuleRuntime {
                 Ok(finished)
             }
             Err(e) => {
+                self.tasks.end_inline_polls();
                 runtime.shutdown_background();
                 Err(ShutdownError::NoThread(e))
             }
@@ -127,12 +130,24 @@ impl ModuleRuntime {
 pub struct Tasks {
     handle: Handle,
     shut_down: Arc<AtomicBool>,
+    /// Whether the runtime's drivers are stopping or stopped: `true` from just before
+    /// `shutdown_timeout`. Each poll of an inline call reads it under the shared lock and holds
+    /// that over the poll; the shutdown thread takes it exclusively to set it, so it waits for
+    /// the polls under way and none starts after (see [`Inline`]'s `poll`).
+    runtime_ended: Arc<RwLock<bool>>,
 }
 
 impl Tasks {
     /// A spawner for `handle`'s runtime (the module's; tests may bring their own runtime).
     pub fn new(handle: Handle) -> Tasks {
-        Tasks { handle, shut_down: Arc::new(AtomicBool::new(false)) }
+        Tasks { handle, shut_down: Arc::new(AtomicBool::new(false)), runtime_ended: Arc::new(RwLock::new(false)) }
+    }
+
+    /// From now on inline calls are answered [`error_code::SHUT_DOWN`] instead of being polled:
+    /// once the runtime's drivers stop, a timer or socket polled in its context panics ("A Tokio
+    /// 1.x context was found, but it is being shutdown"). Returns after the polls under way end.
+    fn end_inline_polls(&self) {
+        *self.runtime_ended.write() = true;
     }
 
     /// The runtime's handle, for entering its context (never for spawning: use [`Self::spawn`]).
@@ -276,7 +291,17 @@ impl<T: Send + 'static> Future for Inline<T> {
         let Some(work) = this.work.as_mut() else {
             return Poll::Ready(RResult::RErr(AbiError::new(error_code::INTERNAL, format!("polled again after it ended (while {what})"))));
         };
+        // Held over the poll: the runtime cannot stop under it (see `Tasks::runtime_ended`).
+        // Recursive: a poll inside a poll must not wait behind the shutdown thread's writer.
+        let runtime_ended = this.tasks.runtime_ended.read_recursive();
         let _context = this.tasks.handle.enter();
+        if *runtime_ended {
+            end_work(&mut this.work, &mut this.cancel);
+            return Poll::Ready(RResult::RErr(AbiError::new(
+                error_code::SHUT_DOWN,
+                format!("the module shut down while {what} was in flight"),
+            )));
+        }
         let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| work.as_mut().poll(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(result)) => result.into(),
@@ -286,12 +311,19 @@ impl<T: Send + 'static> Future for Inline<T> {
                 RResult::RErr(AbiError::new(error_code::PANIC, format!("panic in module while {what}: {msg}")))
             }
         };
-        // A panicked future may panic again as it is dropped: that must not cross the boundary.
-        let finished = this.work.take();
-        let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(finished)));
-        this.cancel = None;
+        end_work(&mut this.work, &mut this.cancel);
         Poll::Ready(outcome)
     }
+}
+
+/// Drops an inline call's work, which has ended (or will never be polled again), and disarms its
+/// cancel. Called with the module runtime's context entered: the work's tokio objects deregister
+/// from the module's drivers, not the host's.
+fn end_work<T>(work: &mut Option<Work<T>>, cancel: &mut Option<CancellationToken>) {
+    // A panicked future may panic again as it is dropped: that must not cross the boundary.
+    let finished = work.take();
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(finished)));
+    *cancel = None;
 }
 
 impl<T: Send + 'static> Drop for Inline<T> {
@@ -450,6 +482,24 @@ mod tests {
         let thread = seen.recv_timeout(Duration::from_secs(10)).expect("the rest of the call ran");
         assert_eq!(thread.as_deref(), Some("mcpapp-module"), "on the module's runtime");
         end(rt);
+    }
+
+    /// An inline call still pending when the module shuts down (the host cut it off too late,
+    /// or a swap drained past its bound) is answered "shut down" when next polled: polling its
+    /// timer in the context of the stopped runtime would panic ("A Tokio 1.x context was found,
+    /// but it is being shutdown"), which came back to the host as a panic error.
+    #[test]
+    fn an_inline_call_polled_after_the_runtime_ended_is_shut_down_not_a_panic() {
+        let rt = runtime();
+        let mut fut = rt.tasks().run_inline("forward", CancellationToken::new(), async {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            Ok(())
+        });
+        assert!(!poll_once(&mut fut), "the timer is armed");
+        end(rt);
+        let err = futures::executor::block_on(fut).unwrap_err();
+        assert_eq!(err.code.as_str(), error_code::SHUT_DOWN, "{}", err.message);
+        assert_eq!(err.message.as_str(), "the module shut down while forward was in flight");
     }
 
     #[test]
