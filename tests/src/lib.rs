@@ -466,6 +466,24 @@ impl GatewayProcess {
             .unwrap_or(0)
     }
 
+    /// The resident memory (KiB) once it has settled: read every half second until it has not
+    /// fallen by more than 256 KiB over two seconds (at most 30 s) — what a burst freed is given
+    /// back about a second after it was freed, so an idle size read sooner would include it.
+    pub fn settled_rss_kib(&self) -> u64 {
+        let mut readings = vec![self.rss_kib()];
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(500));
+            readings.push(self.rss_kib());
+            if let [.., before, _, _, now] = readings[..] {
+                if before <= now + 256 {
+                    break;
+                }
+            }
+        }
+        *readings.last().unwrap()
+    }
+
     /// Waits (up to a minute) for the resident memory to come back within `percent` % of
     /// `baseline_kib`; the last reading either way. The allocator gives freed pages back about a
     /// second after they were freed (`gateway-host/src/memory.rs`), so this polls, never sleeps

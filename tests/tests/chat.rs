@@ -777,13 +777,7 @@ fn a_hostile_provider_stream_is_bounded_and_the_memory_comes_back() {
         llm.push(Reply::garbage());
         failing_turn(&gw, json!({ "message": "garbage", "sessionId": sid }));
     }
-    let idle = (0..8)
-        .map(|_| {
-            std::thread::sleep(Duration::from_millis(250));
-            gw.rss_kib()
-        })
-        .max()
-        .unwrap();
+    let idle = gw.settled_rss_kib();
 
     let sse = |chunks: &[Value]| chunks.iter().map(|c| format!("data: {c}\n\n")).collect::<String>() + "data: [DONE]\n\n";
     let piece = |index: Value, name: &str, arguments: &str| {
