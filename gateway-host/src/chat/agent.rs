@@ -360,9 +360,11 @@ impl Chat {
         let mut call =
             module.relayed(call_id, async move { registry.call_with(&name_owned, &arguments, call_id, &meta, &extra).await });
         loop {
+            // A shutdown past its bound cuts the call off with the reason, as on the MCP endpoints.
             let step = tokio::select! {
                 step = call.next() => step,
                 _ = cancel.cancelled() => return ToolResult::error("the turn was cancelled"),
+                reason = module.calls_cut_off() => return ToolResult::error(reason),
             };
             match step {
                 Step::Done(result) => return result,
@@ -378,6 +380,7 @@ impl Chat {
                     let answer = tokio::select! {
                         answer = rx => answer.unwrap_or_else(|_| Err(error_object(jsonrpc::INTERNAL_ERROR, "the question was withdrawn"))),
                         _ = cancel.cancelled() => Err(error_object(jsonrpc::INTERNAL_ERROR, "the turn was cancelled")),
+                        reason = module.calls_cut_off() => Err(error_object(jsonrpc::UPSTREAM_FAILED, reason)),
                     };
                     self.inputs.0.lock().remove(&input_id);
                     if let Err(e) = self.store.forget_input(session_id, &input_id).await {
