@@ -13,12 +13,6 @@ use gateway_e2e::{wait_until, GatewayProcess};
 use serde_json::{json, Value};
 use support::*;
 
-fn rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap().trim().trim_end_matches("kB").trim().parse().unwrap();
-    kb / 1024
-}
-
 fn meta() -> Value {
     json!({ "io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {} })
 }
@@ -55,7 +49,7 @@ fn a_huge_batch_is_refused_at_once_and_memory_returns_after_a_burst() {
         assert_eq!(post(&client, &url, "tools/list", None, body).0, 200);
     }
     std::thread::sleep(Duration::from_secs(2));
-    let idle = rss_mib(gw.pid());
+    let idle = gw.rss_kib() / 1024;
 
     // 10,000 tools/list in one batch (~600 KB): refused as a whole, nothing runs.
     let batch: Vec<Value> =
@@ -65,7 +59,7 @@ fn a_huge_batch_is_refused_at_once_and_memory_returns_after_a_burst() {
     let answer: Value = serde_json::from_str(&answer).unwrap();
     assert_eq!(answer["error"]["code"], -32600, "{answer}");
     assert!(answer["error"]["message"].as_str().unwrap().contains("batches"), "{answer}");
-    let after_batch = rss_mib(gw.pid());
+    let after_batch = gw.rss_kib() / 1024;
     assert!(after_batch <= idle + 8, "a refused batch grew the gateway from {idle} to {after_batch} MiB");
 
     // A burst: 3 rounds of 160 concurrent large answers (tools/list of 300 tools, a 1 MiB resource).
@@ -88,11 +82,11 @@ fn a_huge_batch_is_refused_at_once_and_memory_returns_after_a_burst() {
             .collect();
         let ok = workers.into_iter().map(|w| w.join().unwrap()).filter(|ok| *ok).count();
         assert_eq!(ok, 160, "every call of the burst answered in full");
-        peak = peak.max(rss_mib(gw.pid()));
+        peak = peak.max(gw.rss_kib() / 1024);
     }
     // Back near the idle size once the burst is over (before: it stayed ~50 MiB above for good).
-    let settled = wait_until(Duration::from_secs(60), Duration::from_millis(500), || rss_mib(gw.pid()) <= idle + 16);
-    let after = rss_mib(gw.pid());
+    let settled = wait_until(Duration::from_secs(60), Duration::from_millis(500), || gw.rss_kib() / 1024 <= idle + 16);
+    let after = gw.rss_kib() / 1024;
     println!("{}", json!({ "rss_mib_idle": idle, "rss_mib_peak": peak, "rss_mib_after": after }));
     assert!(settled, "resident size: {idle} MiB idle, {peak} MiB at the burst's peak, still {after} MiB a minute later");
 }

@@ -128,16 +128,6 @@ fn stop_and_check_no_process_left(mut gw: GatewayProcess, dir: &Path, pids: &[(S
     );
 }
 
-/// Resident memory of a process in MiB (`VmRSS`).
-fn rss_mib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb / 1024)
-}
-
 fn with(mut manifest: Value, extra: Value) -> Value {
     for (k, v) in extra.as_object().unwrap() {
         manifest[k] = v.clone();
@@ -458,7 +448,7 @@ fn a_50_mb_result_reaches_the_caller_over_stdio_and_http() {
     for id in ["big", "bighttp", "healthy"] {
         wait_state(&gw, id, "running");
     }
-    let before = rss_mib(gw.pid());
+    let before = gw.rss_kib() / 1024;
     for id in ["big", "bighttp"] {
         let base = gw.base_url().to_string();
         let path = format!("/apps/mcp/{id}");
@@ -469,7 +459,7 @@ fn a_50_mb_result_reaches_the_caller_over_stdio_and_http() {
         let text = response["result"]["content"][0]["text"].as_str().unwrap_or_default();
         assert_eq!(text.len(), 50 * 1024 * 1024, "{id}");
         assert!(text.starts_with("0123456789abcdef"), "{id}");
-        eprintln!("{id}: 50 MiB in {took:?}; gateway RSS {before} MiB before, {} MiB after", rss_mib(gw.pid()));
+        eprintln!("{id}: 50 MiB in {took:?}; gateway RSS {before} MiB before, {} MiB after", gw.rss_kib() / 1024);
         let app = health_app(&gw, id);
         assert_eq!(app["state"], "running", "{app}");
         let echo = app_call(&gw, id, "echo", json!({ "text": "small again" }));
@@ -536,7 +526,7 @@ fn a_stderr_flood_is_logged_bounded_and_the_app_keeps_serving() {
     let gw = GatewayProcess::start(config_for(dir.path()));
     wait_state(&gw, "loud", "running");
     wait_state(&gw, "healthy", "running");
-    let before = rss_mib(gw.pid());
+    let before = gw.rss_kib() / 1024;
 
     for (mb, newlines) in [(16, false), (8, true)] {
         let done_before = count_logs(&gw, "test-app: flood done");
@@ -553,7 +543,7 @@ fn a_stderr_flood_is_logged_bounded_and_the_app_keeps_serving() {
     }
     let longest = gw.log_lines().iter().map(String::len).max().unwrap_or(0);
     assert!(longest < 64 * 1024, "a log line of {longest} bytes: an app's long line must be cut");
-    let after = rss_mib(gw.pid());
+    let after = gw.rss_kib() / 1024;
     eprintln!("gateway RSS {before} MiB before the floods, {after} MiB after");
     assert!(after < before + 200, "the gateway grew from {before} MiB to {after} MiB");
     let app = health_app(&gw, "loud");
