@@ -274,15 +274,13 @@ fn two_apps(dir: &std::path::Path, shutdown_seconds: u64) -> (GatewayProcess, [s
     (gw, pids)
 }
 
-/// SIGTERM once all `calls` reached the app (`ms`: the length they were asked to sleep); then
-/// every reply, in the order of `specs`, and the gateway's exit (0, its apps gone).
-fn sigterm_with_calls_in_flight(
-    gw: &mut GatewayProcess,
-    pids: &[std::path::PathBuf; 2],
-    specs: &[CallSpec],
-    calls: Vec<std::thread::JoinHandle<Result<RawReply, String>>>,
-    ms: u64,
-) -> Vec<Result<RawReply, String>> {
+/// Starts the call of each of `specs` (asked to sleep `ms`; ids from 100), sends SIGTERM once all
+/// reached the app, and waits for the gateway's exit (0, its apps gone); then each call's reply
+/// and its JSON-RPC response, in the order of `specs` (a call without either fails the test,
+/// naming `what` and the call).
+fn sigterm_with_calls_in_flight(gw: &mut GatewayProcess, pids: &[std::path::PathBuf; 2], specs: &[CallSpec], ms: u64, what: &str) -> Vec<(RawReply, Value)> {
+    let base = gw.base_url().to_string();
+    let calls: Vec<_> = specs.iter().enumerate().map(|(i, spec)| start_call(&base, spec, 100 + i as u64, json!({ "ms": ms }))).collect();
     let app_pids: Vec<i32> = pids.iter().map(|p| read_pid(p, Duration::from_secs(10))).collect();
     assert!(
         wait_until(Duration::from_secs(30), Duration::from_millis(20), || started_calls(gw, ms) == specs.len()),
@@ -302,7 +300,16 @@ fn sigterm_with_calls_in_flight(
     let logs = gw.logs();
     assert!(logs.contains("Gateway stopped"), "{logs}");
     assert!(!logs.to_lowercase().contains("panic"), "{logs}");
-    replies
+    specs
+        .iter()
+        .zip(replies)
+        .enumerate()
+        .map(|(i, (spec, reply))| {
+            let reply = reply.unwrap_or_else(|e| panic!("{what}, {spec:?}: no reply: {e}\n{logs}"));
+            let response = reply.response(100 + i as u64).unwrap_or_else(|| panic!("{what}, {spec:?}: no JSON-RPC response in {reply:?}\n{logs}"));
+            (reply, response)
+        })
+        .collect()
 }
 
 /// At SIGTERM, 16 calls are in flight — through `/apps/mcp/{id}` and `/mcp`, the short way and
@@ -318,14 +325,10 @@ fn calls_cut_off_by_the_shutdown_bound_are_answered_with_an_error_naming_it() {
     for round in 1..=3 {
         let dir = tempfile::tempdir().unwrap();
         let (mut gw, pids) = two_apps(dir.path(), 3);
-        let base = gw.base_url().to_string();
         let specs = every_way(&["gss", "gsh"]);
-        let calls = specs.iter().enumerate().map(|(i, spec)| start_call(&base, spec, 100 + i as u64, json!({ "ms": MS }))).collect();
-        let replies = sigterm_with_calls_in_flight(&mut gw, &pids, &specs, calls, MS);
-        for (i, (spec, reply)) in specs.iter().zip(replies).enumerate() {
+        let replies = sigterm_with_calls_in_flight(&mut gw, &pids, &specs, MS, &format!("round {round}"));
+        for (spec, (reply, response)) in specs.iter().zip(replies) {
             let context = format!("round {round}, {spec:?}");
-            let reply = reply.unwrap_or_else(|e| panic!("{context}: no reply: {e}\n{}", gw.logs()));
-            let response = reply.response(100 + i as u64).unwrap_or_else(|| panic!("{context}: no JSON-RPC response in {reply:?}\n{}", gw.logs()));
             let error = &response["error"];
             assert_eq!(error["code"], -32001, "{context}: {response}");
             let message = error["message"].as_str().unwrap_or_default();
@@ -345,13 +348,9 @@ fn calls_that_finish_within_the_bound_get_their_results_by_every_way() {
     const MS: u64 = 1_500;
     let dir = tempfile::tempdir().unwrap();
     let (mut gw, pids) = two_apps(dir.path(), 10);
-    let base = gw.base_url().to_string();
     let specs = every_way(&["gss", "gsh"]);
-    let calls = specs.iter().enumerate().map(|(i, spec)| start_call(&base, spec, 100 + i as u64, json!({ "ms": MS }))).collect();
-    let replies = sigterm_with_calls_in_flight(&mut gw, &pids, &specs, calls, MS);
-    for (i, (spec, reply)) in specs.iter().zip(replies).enumerate() {
-        let reply = reply.unwrap_or_else(|e| panic!("{spec:?}: no reply: {e}\n{}", gw.logs()));
-        let response = reply.response(100 + i as u64).unwrap_or_else(|| panic!("{spec:?}: no JSON-RPC response in {reply:?}\n{}", gw.logs()));
+    let replies = sigterm_with_calls_in_flight(&mut gw, &pids, &specs, MS, "within the bound");
+    for (spec, (_, response)) in specs.iter().zip(replies) {
         assert_eq!(result_text(&response), format!("slept {MS}"), "{spec:?}: {response}");
         assert_ne!(response["result"]["isError"], true, "{spec:?}: {response}");
     }

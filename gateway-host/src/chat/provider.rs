@@ -194,7 +194,7 @@ pub const MAX_TOOL_CALLS: usize = 128;
 enum BodyError<E> {
     #[error("{0}")]
     Transport(E),
-    #[error("the answer passed {MAX_STREAM_BYTES} bytes")]
+    #[error("the answer is larger than the gateway takes ({MAX_STREAM_BYTES} bytes)")]
     TooLarge,
 }
 
@@ -232,9 +232,7 @@ where
     let mut finished = false;
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| match e {
-            eventsource_stream::EventStreamError::Transport(BodyError::TooLarge) => {
-                ProviderError::Malformed(format!("the answer is larger than the gateway takes ({MAX_STREAM_BYTES} bytes)"))
-            }
+            eventsource_stream::EventStreamError::Transport(too_large @ BodyError::TooLarge) => ProviderError::Malformed(too_large.to_string()),
             other => ProviderError::Malformed(other.to_string()),
         })?;
         if event.data.trim() == "[DONE]" {
