@@ -414,6 +414,18 @@ pub mod event_kind {
     pub const CALL_REQUEST: &str = "call.request";
 }
 
+/// Registry keys of standard MCP servers (`Plugins.Mcp`, the workspace's): `mcp:{id}`, which is
+/// also their tool provider id. App ids cannot contain `:`, so the two never collide.
+pub const MCP_SERVER_KEY_PREFIX: &str = "mcp:";
+
+/// What a [`ForwardRequest`]'s `extra_json` may say besides the relay opt-in.
+pub mod forward {
+    /// `{"anyProvider": true}`: the request may go to a standard MCP server too, not only to an
+    /// MCP App (the gateway's own `/mcp` multiplexes both; a browser's `/apps/mcp/{appId}` only
+    /// reaches MCP Apps). A module without it answers such a request "Unknown McpApp".
+    pub const EXTRA_ANY_PROVIDER: &str = "anyProvider";
+}
+
 /// Relaying what an app does during a request back to the client that made it (SPEC R42).
 ///
 /// A host opts a call in by putting `{"relay": {"clientCapabilities": {…}}}` into the

@@ -174,7 +174,7 @@ fn app_error(app_id: &str, message: String, state: Value) -> ErrorData {
 /// A result as rmcp's type for it. A result is complete when it arrives here (the relay resolved
 /// any `input_required` round of the app's), and says so for 2026-07-28 clients whatever revision
 /// the app speaks; rmcp drops the field again for earlier clients.
-fn typed<R: DeserializeOwned>(method: &str, mut value: Value) -> Result<R, ErrorData> {
+pub(super) fn typed<R: DeserializeOwned>(method: &str, mut value: Value) -> Result<R, ErrorData> {
     if let Some(result) = value.as_object_mut() {
         result.entry("resultType").or_insert_with(|| json!("complete"));
     }
@@ -398,7 +398,7 @@ pub(super) fn invalid_result(method: &str, e: serde_json::Error) -> ErrorData {
 }
 
 /// The app's JSON-RPC response as a result, or its error as it sent it.
-fn result_of(app_id: &str, method: &str, forwarded: Forwarded) -> Result<Value, ErrorData> {
+pub(super) fn result_of(app_id: &str, method: &str, forwarded: Forwarded) -> Result<Value, ErrorData> {
     let text = answer_text(app_id, method, forwarded)?;
     let mut response: Value = serde_json::from_str(&text).map_err(|e| invalid_json(app_id, method, e))?;
     if let Some(error) = response.get_mut("error").map(Value::take) {

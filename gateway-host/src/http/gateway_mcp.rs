@@ -1,5 +1,9 @@
-//! `/mcp`: the gateway as an MCP server (SPEC R39), offering the registry's model-visible tools
-//! to external MCP clients over Streamable HTTP.
+//! `/mcp`: the gateway as an MCP server (SPEC R39, R46), offering the registry's model-visible
+//! tools and everything else its apps offer (resources, templates, prompts, completions,
+//! subscriptions, log messages: `multiplex.rs`, named as `namespacing.rs` says) to external MCP
+//! clients over Streamable HTTP. A client that renders MCP App UIs (it declares
+//! [`UI_EXTENSION`]) lists and calls the app-only tools too, and gets the structured content
+//! UI-linked tools return for their UI.
 //!
 //! Protocol posture (`OpenClaw.McpCompatibility`):
 //! - `EnableDiscoveryFirst` (default true): the 2026-07-28 revision is offered, so discover-first
@@ -7,33 +11,45 @@
 //!   older) keep working beside them. False: only initialize-era revisions are offered.
 //! - `ForceLegacyInitialize`: the gateway speaks only initialize-era revisions, here and towards
 //!   apps (the module reads the same switch for its upstream connections).
+//! - `ToolsOnly` (default false): `/mcp` offers tools only, their UI links as the apps wrote them.
 //! - Initialize-era clients get a session (`Mcp-Session-Id`), so `notifications/tools/list_changed`
-//!   reaches them on their stream whenever the registry's model-visible list changes.
+//!   reaches them on their stream whenever the registry's model-visible list changes (and the
+//!   resource and prompt list changes, resource updates and log messages of the apps).
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock, Weak};
 
+use parking_lot::Mutex;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter, Tool,
-    UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, CompleteRequestParams, CompleteResult,
+    ContentBlock, GetPromptRequestParams, GetPromptResponse, GetTaskParams, GetTaskResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, ServerNotification, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams, UpdateTaskParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use super::apps_mcp::{result_of, typed, Forwarded};
 use super::jsonrpc_gate::Gated;
 use super::known_sessions::{KnownSessions, Registration};
 use super::mcp_relay::{self, Outcome};
-use super::pass_through::{self, Message};
 use super::mcp_tasks::Tasks;
+use super::multiplex::{self, Change, List, Multiplexer};
+use super::pass_through::{self, Message};
 use crate::relay::{Parked, RelayedCall};
 use crate::settings::Settings;
-use crate::tools::{ToolRegistry, ToolResult};
+use crate::tools::{ToolRegistry, ToolResult, ToolSource, ToolSpec};
+
+/// The MCP Apps extension a client declares in its capabilities' `extensions` to render app UIs
+/// (MCP Apps spec): such a client also lists and calls the apps' app-only tools.
+pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
 
 /// The compatibility switches that shape `/mcp`.
 #[derive(Debug, Clone, Copy)]
@@ -44,14 +60,9 @@ pub struct Compatibility {
 
 impl Compatibility {
     pub fn from_settings(settings: &Settings) -> Compatibility {
-        let read = |key: &str| {
-            settings
-                .get_bool(&format!("OpenClaw:McpCompatibility:{key}"))
-                .or_else(|| settings.get_bool(&format!("McpCompatibility:{key}")))
-        };
         Compatibility {
-            enable_discovery_first: read("EnableDiscoveryFirst").unwrap_or(true),
-            force_legacy_initialize: read("ForceLegacyInitialize").unwrap_or(false),
+            enable_discovery_first: compatibility_switch(settings, "EnableDiscoveryFirst").unwrap_or(true),
+            force_legacy_initialize: compatibility_switch(settings, "ForceLegacyInitialize").unwrap_or(false),
         }
     }
 
@@ -64,21 +75,90 @@ impl Compatibility {
     }
 }
 
+/// `OpenClaw.McpCompatibility.{key}` (or `McpCompatibility.{key}`), if set.
+fn compatibility_switch(settings: &Settings, key: &str) -> Option<bool> {
+    settings
+        .get_bool(&format!("OpenClaw:McpCompatibility:{key}"))
+        .or_else(|| settings.get_bool(&format!("McpCompatibility:{key}")))
+}
+
+/// `McpCompatibility.ToolsOnly`: `/mcp` offers the registry's tools and nothing else, as before
+/// it multiplexed the apps' resources, prompts and completions (their UI links unrewritten).
+pub fn tools_only(settings: &Settings) -> bool {
+    compatibility_switch(settings, "ToolsOnly").unwrap_or(false)
+}
+
+/// What one `/mcp` session asked for: the resources it subscribed to (by their `/mcp` URIs)
+/// and the lowest log level it wants. Dropped with the session, which lets its resources go.
+#[derive(Default)]
+struct SessionState {
+    subscribed: Mutex<HashSet<String>>,
+    log_level: Mutex<Option<usize>>,
+    mux: OnceLock<Arc<Multiplexer>>,
+}
+
+impl Drop for SessionState {
+    fn drop(&mut self) {
+        let (Some(mux), uris) = (self.mux.get().cloned(), std::mem::take(&mut *self.subscribed.lock())) else { return };
+        if uris.is_empty() {
+            return;
+        }
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                for uri in uris {
+                    if let Ok((provider, original)) = mux.resource_owner(&uri) {
+                        mux.release(&provider.key, &original).await;
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// MCP's log levels, least severe first.
+const LOG_LEVELS: [&str; 8] = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
+
+fn log_rank(level: &Value) -> Option<usize> {
+    LOG_LEVELS.iter().position(|l| Some(*l) == level.as_str())
+}
+
 /// One MCP session of an external client.
 #[derive(Clone)]
 pub struct GatewayMcp {
     registry: Arc<ToolRegistry>,
+    /// The apps' resources, prompts, completions and notifications (`multiplex.rs`); `None` when
+    /// `/mcp` offers tools only.
+    mux: Option<Arc<Multiplexer>>,
     compatibility: Compatibility,
     /// Tool calls waiting for a multi-round-trip (2026-07-28) client's answers, shared by every
     /// session since such clients are stateless.
     parked: Arc<Parked<ToolResult>>,
+    /// The same for reads and prompts forwarded to an app (with the app's key).
+    parked_forwards: Arc<Parked<(String, Forwarded)>>,
     /// Tool calls run as MCP Tasks (R43), shared by every session for the same reason.
     tasks: Arc<Tasks>,
     /// The initialize-era sessions the short way may serve (`known_sessions.rs`).
     sessions: Arc<KnownSessions>,
     /// This handler's session, once its client said `initialized` (dropped with the session).
     registration: Arc<OnceLock<Registration>>,
+    session: Arc<SessionState>,
     shutdown: CancellationToken,
+}
+
+/// Whether a client declared the MCP Apps extension.
+fn is_app_host(capabilities: Option<ClientCapabilities>) -> bool {
+    capabilities.and_then(|c| c.extensions).is_some_and(|e| e.contains_key(UI_EXTENSION))
+}
+
+/// How a tool's results are shaped for one client of `/mcp`.
+#[derive(Debug, Clone, Default)]
+struct Shape {
+    /// The app whose URIs the result names, rewritten for `/mcp` (`None`: a built-in tool, or
+    /// `/mcp` offers tools only and so names the apps' URIs as they are).
+    provider: Option<String>,
+    /// The client renders app UIs: it gets `structuredContent` of UI-linked tools (which the
+    /// MCP Apps spec has hosts give the UI, not the model).
+    app_host: bool,
 }
 
 impl ServerHandler for GatewayMcp {
@@ -86,23 +166,52 @@ impl ServerHandler for GatewayMcp {
         Cow::Borrowed(self.compatibility.versions())
     }
 
+    /// Tools always; resources, prompts, completions and logging when an app offers them.
     fn get_info(&self) -> ServerConfig {
         let latest = self.compatibility.versions().last().cloned().unwrap_or(ProtocolVersion::LATEST_WITH_INITIALIZE);
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build())
+        let mut capabilities = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build();
+        if let Some(offered) = self.mux.as_ref().map(|m| m.offered()) {
+            let mut more = Map::new();
+            if offered.resources {
+                more.insert("resources".into(), json!({ "listChanged": true, "subscribe": offered.subscribe }));
+            }
+            if offered.prompts {
+                more.insert("prompts".into(), json!({ "listChanged": true }));
+            }
+            if offered.completions {
+                more.insert("completions".into(), json!({}));
+            }
+            if offered.logging {
+                more.insert("logging".into(), json!({}));
+            }
+            if let Ok(Value::Object(mut all)) = serde_json::to_value(&capabilities) {
+                all.extend(more);
+                capabilities = serde_json::from_value(Value::Object(all)).unwrap_or(capabilities);
+            }
+        }
+        let instructions = if self.mux.is_some() {
+            "Tools, resources, prompts and completions of the MCP Apps and MCP servers hosted by this gateway, plus its own gateway.* tools."
+        } else {
+            "Tools of the MCP Apps and MCP servers hosted by this gateway, plus its own gateway.* tools."
+        };
+        ServerConfig::new(capabilities)
             .with_protocol_version(latest)
             .with_server_info(
                 Implementation::new("openclaw-gateway", env!("CARGO_PKG_VERSION")).with_title("MCP App gateway"),
             )
-            .with_instructions("Tools of the MCP Apps and MCP servers hosted by this gateway, plus its own gateway.* tools.")
+            .with_instructions(instructions)
     }
 
+    /// The model's tools; for an MCP Apps host also the app-only ones, which it hides from its
+    /// model and its apps' UIs call.
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.registry.model_tools().into_iter().map(to_mcp_tool).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        let specs = if is_app_host(context.client_capabilities()) { self.registry.app_host_tools() } else { self.registry.model_tools() };
+        let rewrite = self.mux.is_some();
+        Ok(ListToolsResult::with_all_items(specs.into_iter().map(|s| to_mcp_tool(s, rewrite)).collect()))
     }
 
     /// A tool call, relayed (R42): the app's progress and log messages reach this client, its
@@ -114,33 +223,34 @@ impl ServerHandler for GatewayMcp {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let app_host = is_app_host(context.client_capabilities());
         if let Some(state) = request.request_state.as_deref() {
             let call = mcp_relay::resume(&self.parked, self.registry.module(), state, request.input_responses).await?;
-            return self.drive(call, &context).await;
+            return self.drive(call, &context, Shape { provider: None, app_host }).await;
         }
         let name = request.name.to_string();
-        if self.registry.resolve_now(&name).await.is_none() {
-            return Err(ErrorData::invalid_params(format!("unknown tool '{name}'"), None));
-        }
+        let spec = self.tool(&name, app_host).await?;
+        let shape = self.shape(&spec, app_host);
         let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
         let extra = mcp_relay::relay_extra(&context);
         let meta = match context.meta.get_progress_token() {
             Some(token) => json!({ "progressToken": token }),
             None => Value::Null,
         };
+        let as_task = Tasks::wanted(&context);
         let call_id = self.registry.module().next_call_id();
         let registry = self.registry.clone();
         let call = self
             .registry
             .module()
-            .relayed(call_id, async move { registry.call_with(&name, &arguments, call_id, &meta, &extra).await });
-        // A client that declared the tasks extension gets every call as a task it can poll,
-        // answer questions of (tasks/update) and cancel (tasks/cancel).
-        if Tasks::wanted(&context) {
-            let task = self.tasks.start(call, self.registry.module().clone(), |result| Ok(to_call_tool_result(result)));
+            .relayed(call_id, async move { registry.call_spec(&spec, &arguments, call_id, &meta, &extra).await });
+        // A tool that declares task support runs as a task for a client that declared the tasks
+        // extension: it polls it, answers its questions (tasks/update) and cancels it.
+        if as_task {
+            let task = self.tasks.start(call, self.registry.module().clone(), move |result| Ok(to_call_tool_result(result, &shape)));
             return Ok(CallToolResponse::Task(task));
         }
-        self.drive(call, &context).await
+        self.drive(call, &context, shape).await
     }
 
     async fn get_task(&self, request: GetTaskParams, _context: RequestContext<RoleServer>) -> Result<GetTaskResult, ErrorData> {
@@ -159,39 +269,182 @@ impl ServerHandler for GatewayMcp {
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
+        let _ = &context;
         self.tasks.custom(request).await
     }
 
-    /// 2026-07-28 `subscriptions/listen`: the gateway's tools are all it offers, so only their
-    /// list can change (rmcp intersects this with what the client asked for).
-    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    async fn list_resources(&self, request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData> {
+        self.list(List::Resources, request).await
     }
 
-    /// Sends `notifications/tools/list_changed` on the subscription's stream whenever the
-    /// registry's model-visible list changes (an app started, stopped, or changed its tools),
-    /// until the client cancels or the gateway shuts down.
-    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.registry.subscribe();
-        loop {
-            tokio::select! {
-                _ = subscription.cancelled() => return Ok(()),
-                change = changes.recv() => match change {
-                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
-                },
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.list(List::ResourceTemplates, request).await
+    }
+
+    async fn list_prompts(&self, request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListPromptsResult, ErrorData> {
+        self.list(List::Prompts, request).await
+    }
+
+    /// The app's resource, as the app sent it, under the URI `/mcp` gave it.
+    async fn read_resource(&self, request: ReadResourceRequestParams, context: RequestContext<RoleServer>) -> Result<ReadResourceResponse, ErrorData> {
+        let outcome = match request.request_state.as_deref() {
+            Some(state) => self.resume_forward(&context, "resources/read", state, request.input_responses.clone()).await?,
+            None => {
+                let (provider, original) = self.mux()?.resource_owner(&request.uri)?;
+                let mut params = serde_json::to_value(&request).unwrap_or(Value::Null);
+                params["uri"] = json!(original);
+                self.forward(&context, &provider.key, "resources/read", params).await?
             }
-            let changed = ServerNotification::ToolListChangedNotification(Default::default());
-            if let Err(e) = subscription.sink().send(changed).await {
-                tracing::debug!("subscription ended: {e}");
-                return Ok(());
+        };
+        Ok(match outcome {
+            Outcome::Done(value) => ReadResourceResponse::Complete(typed("resources/read", value)?),
+            Outcome::InputRequired(input) => ReadResourceResponse::InputRequired(input),
+        })
+    }
+
+    async fn get_prompt(&self, request: GetPromptRequestParams, context: RequestContext<RoleServer>) -> Result<GetPromptResponse, ErrorData> {
+        let outcome = match request.request_state.as_deref() {
+            Some(state) => self.resume_forward(&context, "prompts/get", state, request.input_responses.clone()).await?,
+            None => {
+                let (provider, own) = self.mux()?.prompt_owner(&request.name).await?;
+                let mut params = serde_json::to_value(&request).unwrap_or(Value::Null);
+                params["name"] = json!(own);
+                self.forward(&context, &provider.key, "prompts/get", params).await?
             }
+        };
+        Ok(match outcome {
+            Outcome::Done(value) => GetPromptResponse::Complete(typed("prompts/get", value)?),
+            Outcome::InputRequired(input) => GetPromptResponse::InputRequired(input),
+        })
+    }
+
+    /// Completion of a prompt's argument (by its `/mcp` name) or a resource template's (by its
+    /// `/mcp` URI template), by the app that has it.
+    async fn complete(&self, request: CompleteRequestParams, context: RequestContext<RoleServer>) -> Result<CompleteResult, ErrorData> {
+        let mux = self.mux()?;
+        let mut params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let reference = &params["ref"];
+        let provider = if let Some(name) = reference["name"].as_str().filter(|_| reference["type"] == "ref/prompt") {
+            let (provider, own) = mux.prompt_owner(name).await?;
+            params["ref"]["name"] = json!(own);
+            provider
+        } else if let Some(uri) = reference["uri"].as_str() {
+            let (provider, original) = mux.resource_owner(uri)?;
+            params["ref"]["uri"] = json!(original);
+            provider
+        } else {
+            return Err(ErrorData::invalid_params("completion/complete needs a ref to a prompt (name) or a resource template (uri)", None));
+        };
+        match self.forward(&context, &provider.key, "completion/complete", params).await? {
+            Outcome::Done(value) => typed("completion/complete", value),
+            Outcome::InputRequired(_) => Err(ErrorData::internal_error("the app asked the client something during 'completion/complete'", None)),
         }
     }
 
-    /// Pushes `notifications/tools/list_changed` to this client for as long as it is connected.
+    /// Initialize-era only (2026-07-28 clients use `subscriptions/listen`): the app is asked
+    /// once however many sessions subscribe; the session's updates arrive on its stream.
+    #[allow(deprecated)]
+    async fn subscribe(&self, request: SubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let mux = self.mux()?;
+        let (provider, original) = mux.resource_owner(&request.uri)?;
+        if !self.session.subscribed.lock().insert(request.uri.clone()) {
+            return Ok(());
+        }
+        if let Err(e) = mux.hold(&provider.key, &original).await {
+            self.session.subscribed.lock().remove(&request.uri);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(&self, request: UnsubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let mux = self.mux()?;
+        if self.session.subscribed.lock().remove(&request.uri) {
+            if let Ok((provider, original)) = mux.resource_owner(&request.uri) {
+                mux.release(&provider.key, &original).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Initialize-era only (the 2026-07-28 revision removed it): every app that logs gets the
+    /// level, and this session gets the apps' messages from it up.
+    #[allow(deprecated)]
+    async fn set_level(&self, request: rmcp::model::SetLevelRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        if mcp_relay::is_modern(&context) {
+            return Err(ErrorData::method_not_found::<rmcp::model::SetLevelRequestMethod>());
+        }
+        let level = serde_json::to_value(request.level).unwrap_or(Value::Null);
+        *self.session.log_level.lock() = log_rank(&level);
+        self.mux()?.set_level(&level).await
+    }
+
+    /// 2026-07-28 `subscriptions/listen`: list changes and resource updates (rmcp intersects
+    /// this with what the client asked for and what `get_info` declares).
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        if self.mux.is_none() {
+            return Some(SubscriptionFilter::builder().tools_list_changed().build());
+        }
+        Some(requested.clone())
+    }
+
+    /// Sends the list changes (and updates of the subscribed resources) on the subscription's
+    /// stream until the client cancels or the gateway shuts down.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let uris = subscription.accepted().resource_subscriptions.clone().unwrap_or_default();
+        let mut held = Vec::new();
+        if let Some(mux) = &self.mux {
+            for uri in &uris {
+                if let Ok((provider, original)) = mux.resource_owner(uri) {
+                    if mux.hold(&provider.key, &original).await.is_ok() {
+                        held.push((provider.key, original));
+                    }
+                }
+            }
+        }
+        let mut tools = self.registry.subscribe();
+        let mut changes = self.mux.as_ref().map(|m| m.subscribe());
+        loop {
+            let notification = tokio::select! {
+                _ = subscription.cancelled() => break,
+                change = tools.recv() => match change {
+                    Ok(()) | Err(RecvError::Lagged(_)) => Some(ServerNotification::ToolListChangedNotification(Default::default())),
+                    Err(RecvError::Closed) => break,
+                },
+                change = next_change(&mut changes) => match change {
+                    Some(change) => change_notification(change, |_| true, None),
+                    None => break,
+                },
+            };
+            let Some(notification) = notification else { continue };
+            match subscription.sink().send(notification).await {
+                Ok(())
+                | Err(rmcp::service::SubscriptionSendError::NotificationNotAccepted(_))
+                | Err(rmcp::service::SubscriptionSendError::UnsupportedNotification(_)) => {}
+                Err(e) => {
+                    tracing::debug!("subscription ended: {e}");
+                    break;
+                }
+            }
+        }
+        if let Some(mux) = &self.mux {
+            for (key, uri) in held {
+                mux.release(&key, &uri).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes this session's notifications for as long as it is connected: tool, resource and
+    /// prompt list changes, updates of the resources it subscribed to, the apps' log messages
+    /// from the level it set.
     ///
     /// The session becomes known to the short way here, if its client can be asked nothing.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -199,43 +452,205 @@ impl ServerHandler for GatewayMcp {
             let _ = self.registration.set(registration);
         }
         let peer = context.peer.clone();
-        let mut changes = self.registry.subscribe();
+        let mut tools = self.registry.subscribe();
+        let mut changes = self.mux.as_ref().map(|m| m.subscribe());
+        let session = Arc::downgrade(&self.session);
         tokio::spawn(async move {
             loop {
-                match changes.recv().await {
-                    Ok(()) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-                }
-                if peer.is_transport_closed() || peer.notify_tool_list_changed().await.is_err() {
+                let notification = tokio::select! {
+                    change = tools.recv() => match change {
+                        Ok(()) | Err(RecvError::Lagged(_)) => Some(ServerNotification::ToolListChangedNotification(Default::default())),
+                        Err(RecvError::Closed) => break,
+                    },
+                    change = next_change(&mut changes) => match change {
+                        Some(change) => session_notification(&session, change),
+                        None => break,
+                    },
+                };
+                if peer.is_transport_closed() || session.strong_count() == 0 {
                     break;
+                }
+                if let Some(notification) = notification {
+                    if send(&peer, notification).await.is_err() {
+                        break;
+                    }
                 }
             }
         });
     }
 }
 
+async fn send(peer: &Peer<RoleServer>, notification: ServerNotification) -> Result<(), rmcp::service::ServiceError> {
+    peer.send_notification(notification).await
+}
+
+/// The next change of the apps (`None` once they end; forever pending without a multiplexer).
+async fn next_change(changes: &mut Option<tokio::sync::broadcast::Receiver<Change>>) -> Option<Change> {
+    let Some(changes) = changes else { return std::future::pending().await };
+    loop {
+        match changes.recv().await {
+            Ok(change) => return Some(change),
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return None,
+        }
+    }
+}
+
+/// A change as the notification one initialize-era session gets, if it is for it.
+fn session_notification(session: &Weak<SessionState>, change: Change) -> Option<ServerNotification> {
+    let session = session.upgrade()?;
+    let level = *session.log_level.lock();
+    change_notification(change, |uri| session.subscribed.lock().contains(uri), Some(level))
+}
+
+/// A change as its MCP notification: resource updates only for URIs `subscribed`, log messages
+/// only from the level (`Some(None)`: a session that set none gets them all; `None`: a
+/// subscription stream, which gets none — 2026-07-28 log messages belong to requests).
+fn change_notification(change: Change, subscribed: impl Fn(&str) -> bool, level: Option<Option<usize>>) -> Option<ServerNotification> {
+    let (method, params) = match change {
+        Change::ResourcesListChanged => ("notifications/resources/list_changed", Value::Null),
+        Change::PromptsListChanged => ("notifications/prompts/list_changed", Value::Null),
+        Change::ResourceUpdated(uri) => {
+            if !subscribed(&uri) {
+                return None;
+            }
+            ("notifications/resources/updated", json!({ "uri": uri }))
+        }
+        Change::Log(params) => {
+            let wanted = level?;
+            if wanted.is_some_and(|min| log_rank(&params["level"]).is_some_and(|rank| rank < min)) {
+                return None;
+            }
+            ("notifications/message", params)
+        }
+    };
+    let mut message = json!({ "method": method });
+    if !params.is_null() {
+        message["params"] = params;
+    }
+    serde_json::from_value(message).ok()
+}
+
 impl GatewayMcp {
+    fn mux(&self) -> Result<&Arc<Multiplexer>, ErrorData> {
+        self.mux.as_ref().ok_or_else(|| ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, "Method not found: /mcp offers tools only (McpCompatibility.ToolsOnly)", None))
+    }
+
+    /// The tool `name` for this client: the model's, or an app-only one for an MCP Apps host.
+    async fn tool(&self, name: &str, app_host: bool) -> Result<Arc<ToolSpec>, ErrorData> {
+        resolve_tool(&self.registry, name, app_host).await
+    }
+
+    fn shape(&self, spec: &ToolSpec, app_host: bool) -> Shape {
+        shape_for(spec, app_host, self.mux.is_some())
+    }
+
+    /// One page of a multiplexed list, typed.
+    async fn list<R: serde::de::DeserializeOwned>(&self, list: List, request: Option<PaginatedRequestParams>) -> Result<R, ErrorData> {
+        let cursor = request.and_then(|r| r.cursor);
+        let page = self.mux()?.list(list, cursor.as_deref()).await?;
+        typed(list.items_key(), page)
+    }
+
+    /// Forwards one request to app `key` with the relay, to its end or its next
+    /// `input_required` round; the result's URIs named as `/mcp` names them.
+    async fn forward(&self, context: &RequestContext<RoleServer>, key: &str, method: &str, params: Value) -> Result<Outcome<Value>, ErrorData> {
+        let message = mcp_relay::forward_message(context, method, params);
+        let mut extra = mcp_relay::relay_extra(context);
+        extra[host_abi::forward::EXTRA_ANY_PROVIDER] = json!(true);
+        let module = self.registry.module().clone();
+        let call_id = module.next_call_id();
+        let key = key.to_string();
+        let call = self.registry.module().relayed(call_id, async move {
+            let forwarded = module.forward_with(call_id, &key, &message, "", &extra).await;
+            (key, forwarded)
+        });
+        self.run_forward(call, context, method).await
+    }
+
+    /// A 2026-07-28 client's retry of a forwarded read or prompt.
+    async fn resume_forward(
+        &self,
+        context: &RequestContext<RoleServer>,
+        method: &str,
+        state: &str,
+        answers: Option<rmcp::model::InputResponses>,
+    ) -> Result<Outcome<Value>, ErrorData> {
+        let call = mcp_relay::resume(&self.parked_forwards, self.registry.module(), state, answers).await?;
+        self.run_forward(call, context, method).await
+    }
+
+    async fn run_forward(
+        &self,
+        call: RelayedCall<(String, Forwarded)>,
+        context: &RequestContext<RoleServer>,
+        method: &str,
+    ) -> Result<Outcome<Value>, ErrorData> {
+        Ok(match mcp_relay::drive(call, context, self.registry.module(), &self.parked_forwards).await? {
+            Outcome::Done((key, forwarded)) => {
+                let mut result = result_of(&key, method, forwarded)?;
+                // A 2026-07-28 app's cache hints mean nothing to an earlier client.
+                if !mcp_relay::is_modern(context) {
+                    if let Some(map) = result.as_object_mut() {
+                        map.remove("ttlMs");
+                        map.remove("cacheScope");
+                    }
+                }
+                multiplex::rewrite_result_uris(&key, &mut result);
+                Outcome::Done(result)
+            }
+            Outcome::InputRequired(input) => Outcome::InputRequired(input),
+        })
+    }
+
     /// Runs a relayed call to its end (see `mcp_relay.rs`).
     async fn drive(
         &self,
         call: RelayedCall<ToolResult>,
         context: &RequestContext<RoleServer>,
+        shape: Shape,
     ) -> Result<CallToolResponse, ErrorData> {
         Ok(match mcp_relay::drive(call, context, self.registry.module(), &self.parked).await? {
-            Outcome::Done(result) => to_call_tool_result(result).into(),
+            Outcome::Done(result) => to_call_tool_result(result, &shape).into(),
             Outcome::InputRequired(input) => CallToolResponse::InputRequired(input),
         })
     }
 }
 
+/// The tool `name` as a client of `/mcp` may call it: the model's tool (preference applied),
+/// or for an MCP Apps host also an app-only tool. A client that is no such host and names an
+/// app-only tool is told why it cannot call it.
+async fn resolve_tool(registry: &ToolRegistry, name: &str, app_host: bool) -> Result<Arc<ToolSpec>, ErrorData> {
+    if !app_host {
+        if let Some(spec) = registry.resolve_now(name).await {
+            return Ok(spec);
+        }
+    }
+    match registry.resolve_for_app_host(name).await {
+        Some(spec) if app_host => Ok(spec),
+        Some(_) => Err(ErrorData::invalid_params(
+            format!("tool '{name}' is for app UIs only (_meta.ui.visibility: [\"app\"]): a client that renders them declares the {UI_EXTENSION} extension"),
+            None,
+        )),
+        None => Err(ErrorData::invalid_params(format!("unknown tool '{name}'"), None)),
+    }
+}
+
+fn shape_for(spec: &ToolSpec, app_host: bool, rewrite: bool) -> Shape {
+    let provider = match (&spec.source, rewrite) {
+        (ToolSource::Module { app_id, .. }, true) => Some(app_id.clone()),
+        _ => None,
+    };
+    Shape { provider, app_host }
+}
 
 /// The result as the app sent it — every content block, `structuredContent`, `_meta` — except
-/// what R20 withholds from a model (structured content of UI-linked tools), plus the UI the
-/// result renders with. Results the gateway made itself (errors before any result, built-ins)
-/// are text.
-fn to_call_tool_result(result: ToolResult) -> CallToolResult {
+/// what R20 withholds from a model (structured content of UI-linked tools, unless the client
+/// renders app UIs), plus the UI the result renders with, its URIs named as `/mcp` names them.
+/// Results the gateway made itself (errors before any result, built-ins) are text.
+fn to_call_tool_result(result: ToolResult, shape: &Shape) -> CallToolResult {
     if let Some(mut raw) = result.raw.filter(Value::is_object) {
-        if result.ui_resource_uri.is_some() {
+        if result.ui_resource_uri.is_some() && !shape.app_host {
             if let Some(map) = raw.as_object_mut() {
                 map.remove("structuredContent");
             }
@@ -248,6 +663,9 @@ fn to_call_tool_result(result: ToolResult) -> CallToolResult {
                 raw["_meta"]["ui"] = json!({});
             }
             raw["_meta"]["ui"]["resourceUri"] = json!(uri);
+        }
+        if let Some(provider) = &shape.provider {
+            multiplex::rewrite_result_uris(provider, &mut raw);
         }
         // R20 on the model side: a failed call's text starts with `Error:`.
         if raw["isError"] == true {
@@ -282,13 +700,18 @@ fn to_call_tool_result(result: ToolResult) -> CallToolResult {
     };
     out.structured_content = result.structured;
     if let Some(uri) = result.ui_resource_uri {
+        let uri = match &shape.provider {
+            Some(provider) => super::namespacing::rewrite_uri(provider, &uri),
+            None => uri,
+        };
         out.meta = serde_json::from_value(json!({ "ui": { "resourceUri": uri } })).ok();
     }
     out
 }
 
-/// The tool as its provider declared it: title, annotations, icons and output schema included.
-fn to_mcp_tool(spec: Arc<crate::tools::ToolSpec>) -> Tool {
+/// The tool as its provider declared it: title, annotations, icons and output schema included;
+/// its UI named as `/mcp` names it when `rewrite`.
+fn to_mcp_tool(spec: Arc<ToolSpec>, rewrite: bool) -> Tool {
     let schema = match &spec.input_schema {
         Value::Object(map) => map.clone(),
         _ => serde_json::Map::from_iter([("type".to_string(), Value::from("object"))]),
@@ -303,8 +726,14 @@ fn to_mcp_tool(spec: Arc<crate::tools::ToolSpec>) -> Tool {
     if let Some(out @ Value::Object(_)) = &spec.output_schema {
         declared.insert("outputSchema".into(), out.clone());
     }
-    if spec.meta.as_object().is_some_and(|m| !m.is_empty()) {
-        declared.insert("_meta".into(), spec.meta.clone());
+    let mut meta = spec.meta.clone();
+    if let (true, ToolSource::Module { app_id, .. }) = (rewrite, &spec.source) {
+        let mut holder = json!({ "_meta": meta });
+        multiplex::rewrite_ui_meta(app_id, &mut holder);
+        meta = holder["_meta"].take();
+    }
+    if meta.as_object().is_some_and(|m| !m.is_empty()) {
+        declared.insert("_meta".into(), meta.clone());
     }
     match serde_json::from_value::<Tool>(Value::Object(declared)) {
         Ok(tool) => tool,
@@ -314,15 +743,19 @@ fn to_mcp_tool(spec: Arc<crate::tools::ToolSpec>) -> Tool {
             if let Some(Value::Object(out)) = &spec.output_schema {
                 tool.output_schema = Some(Arc::new(out.clone()));
             }
-            tool.meta = serde_json::from_value(spec.meta.clone()).ok();
+            tool.meta = serde_json::from_value(meta).ok();
             tool
         }
     }
 }
 
 /// The `/mcp` service.
+///
+/// `mux`: the apps' resources, prompts and completions; `None` offers tools only
+/// ([`tools_only`]).
 pub fn service(
     registry: Arc<ToolRegistry>,
+    mux: Option<Arc<Multiplexer>>,
     compatibility: Compatibility,
     max_request_bytes: usize,
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
@@ -330,18 +763,35 @@ pub fn service(
 ) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, ShortWay) {
     let parked = Arc::new(Parked::default());
     let sessions = Arc::new(KnownSessions::default());
-    let short = ShortWay { registry: registry.clone(), compatibility, parked: parked.clone(), shutdown: shutdown.clone(), sessions: sessions.clone() };
+    let short = ShortWay {
+        registry: registry.clone(),
+        rewrite: mux.is_some(),
+        compatibility,
+        parked: parked.clone(),
+        shutdown: shutdown.clone(),
+        sessions: sessions.clone(),
+    };
     let handler = GatewayMcp {
         registry,
+        mux,
         compatibility,
         parked,
+        parked_forwards: Arc::new(Parked::default()),
         tasks: Arc::new(Tasks::default()),
         sessions,
         registration: Default::default(),
+        session: Default::default(),
         shutdown: shutdown.clone(),
     };
-    // One handler per session (and per stateless request), each with its own registration.
-    let factory = move || Ok(GatewayMcp { registration: Default::default(), ..handler.clone() });
+    // One handler per session (and per stateless request), each with its own registration and
+    // its own subscriptions.
+    let factory = move || {
+        let session = SessionState::default();
+        if let Some(mux) = &handler.mux {
+            let _ = session.mux.set(mux.clone());
+        }
+        Ok(GatewayMcp { registration: Default::default(), session: Arc::new(session), ..handler.clone() })
+    };
     let service = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes, shared_sessions));
     (service, short)
 }
@@ -363,6 +813,8 @@ pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManag
 #[derive(Clone)]
 pub struct ShortWay {
     registry: Arc<ToolRegistry>,
+    /// Whether `/mcp` names the apps' URIs its own way (it multiplexes their resources).
+    rewrite: bool,
     compatibility: Compatibility,
     parked: Arc<Parked<ToolResult>>,
     shutdown: CancellationToken,
@@ -376,22 +828,25 @@ impl ShortWay {
         let pass_through::Accepted { request, client, tracked } =
             pass_through::accept(self.compatibility, &self.sessions, &self.shutdown, method, headers, message)?;
         let modern = client.modern;
-        let (registry, parked) = (self.registry.clone(), self.parked.clone());
+        let (registry, parked, rewrite) = (self.registry.clone(), self.parked.clone(), self.rewrite);
         let capabilities = request.capabilities.clone();
+        let app_host = capabilities.get("extensions").and_then(|e| e.get(UI_EXTENSION)).is_some();
         let answer = pass_through::respond(&request.capabilities, client, move |caller| async move {
             let _tracked = tracked;
             let (id, name) = (request.id, request.name);
-            if registry.resolve_now(&name).await.is_none() {
-                return Message::error(&id, ErrorData::invalid_params(format!("unknown tool '{name}'"), None), modern);
-            }
+            let spec = match resolve_tool(&registry, &name, app_host).await {
+                Ok(spec) => spec,
+                Err(e) => return Message::error(&id, e, modern),
+            };
+            let shape = shape_for(&spec, app_host, rewrite);
             let arguments = request.params.get("arguments").cloned().unwrap_or_else(|| json!({})).to_string();
             let extra = mcp_relay::relay_extra_for(capabilities, modern);
             let call_id = registry.module().next_call_id();
             let calling = registry.clone();
-            let call = registry.module().relayed(call_id, async move { calling.call_with(&name, &arguments, call_id, &Value::Null, &extra).await });
+            let call = registry.module().relayed(call_id, async move { calling.call_spec(&spec, &arguments, call_id, &Value::Null, &extra).await });
             match mcp_relay::drive(call, &caller, registry.module(), &parked).await {
                 Ok(Outcome::Done(result)) => {
-                    let mut result = serde_json::to_value(rmcp::model::ServerResult::from(CallToolResponse::from(to_call_tool_result(result)))).unwrap_or_default();
+                    let mut result = serde_json::to_value(rmcp::model::ServerResult::from(CallToolResponse::from(to_call_tool_result(result, &shape)))).unwrap_or_default();
                     if !modern {
                         // rmcp writes no `resultType` for an initialize-era client.
                         if let Some(map) = result.as_object_mut() {

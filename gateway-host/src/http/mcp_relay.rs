@@ -57,6 +57,24 @@ pub fn forwarded_meta(context: &RequestContext<RoleServer>) -> Map<String, Value
     meta
 }
 
+/// The JSON-RPC request an app gets for a client's `method` with `params`: the client's own
+/// `_meta` kept (progress token, app-defined keys), the revision's envelope and retry fields
+/// (`inputResponses`, `requestState`: the gateway's, not the app's) dropped.
+pub fn forward_message(context: &RequestContext<RoleServer>, method: &str, params: Value) -> Value {
+    let mut params = match params {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    };
+    for key in ["_meta", "inputResponses", "requestState"] {
+        params.remove(key);
+    }
+    let meta = forwarded_meta(context);
+    if !meta.is_empty() {
+        params.insert("_meta".into(), Value::Object(meta));
+    }
+    json!({ "jsonrpc": jsonrpc::VERSION, "id": context.id, "method": method, "params": params })
+}
+
 /// The `extra_json` that opts a call into the relay, with what its client can be asked.
 ///
 /// A 2026-07-28 client is offered every question so that the refusal is this module's (with the

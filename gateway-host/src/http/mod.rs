@@ -44,6 +44,8 @@ mod mcp_sessions;
 pub(crate) mod jsonrpc_gate;
 mod mcp_relay;
 mod mcp_tasks;
+mod multiplex;
+mod namespacing;
 mod metrics;
 pub(crate) mod pass_through;
 pub mod sandbox;
@@ -158,8 +160,15 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/sessions/{id}", get(chat::get).delete(chat::delete))
         .route("/apps/mcp/{app_id}", any(apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
         .nest_service("/mcp", {
+            // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
+            let mux = (!gateway_mcp::tools_only(&state.settings)).then(|| {
+                let mux = multiplex::Multiplexer::new(state.module.clone());
+                mux.follow_module();
+                mux
+            });
             let (service, short) = gateway_mcp::service(
                 state.tools.clone(),
+                mux,
                 gateway_mcp::Compatibility::from_settings(&state.settings),
                 apps_mcp::max_request_bytes(&state.settings),
                 mcp_sessions::for_store(state.chat.store()),

@@ -31,7 +31,7 @@ use crate::workspace::{FieldProblem, ServerDefinition, WorkspaceError};
 
 /// Registry keys of standard servers: `mcp:{id}` (the tool provider id as well).
 fn key(id: &str) -> String {
-    format!("mcp:{id}")
+    format!("{}{id}", host_abi::MCP_SERVER_KEY_PREFIX)
 }
 
 /// `GET /admin/workspace/mcp`.

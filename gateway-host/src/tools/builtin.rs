@@ -30,6 +30,7 @@ pub fn specs() -> Vec<ToolSpec> {
         output_schema: None,
         meta: json!({}),
         visible_to_model: true,
+        visible_to_app: false,
         ui_resource_uri: None,
         extra: json!({ "title": "Gateway apps", "annotations": { "readOnlyHint": true, "openWorldHint": false } }),
         provider_id: PROVIDER_ID.into(),

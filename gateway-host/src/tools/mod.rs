@@ -43,6 +43,8 @@ pub struct ToolSpec {
     pub output_schema: Option<Value>,
     pub meta: Value,
     pub visible_to_model: bool,
+    /// Its UI may call it (`_meta.ui.visibility` has `app`, the default).
+    pub visible_to_app: bool,
     pub ui_resource_uri: Option<String>,
     /// What else the provider declared for the tool (`title`, `annotations`, `icons`,
     /// `execution`), as a JSON object; MCP clients of `/mcp` get it unchanged.
@@ -131,9 +133,48 @@ impl ToolRegistry {
         self.resolved(name)
     }
 
+    /// The tools an MCP Apps host may list and call for its apps' UIs: the model's, plus the
+    /// app-only ones (`_meta.ui.visibility: ["app"]`), which the host hides from its model. An
+    /// app-only name the model's list has too is the model's tool.
+    pub fn app_host_tools(&self) -> Vec<Arc<ToolSpec>> {
+        let snap = self.snapshot.read();
+        let mut tools: BTreeMap<&str, Arc<ToolSpec>> = snap.resolved.iter().map(|(n, s)| (n.as_str(), s.clone())).collect();
+        for spec in snap.all.iter().filter(|s| !s.visible_to_model && s.visible_to_app) {
+            tools.entry(&spec.name).or_insert_with(|| spec.clone());
+        }
+        tools.into_values().collect()
+    }
+
+    /// `name` among [`Self::app_host_tools`], refreshed once if missing (as [`Self::resolve_now`]).
+    pub async fn resolve_for_app_host(&self, name: &str) -> Option<Arc<ToolSpec>> {
+        let find = || {
+            let snap = self.snapshot.read();
+            snap.resolved
+                .get(name)
+                .or_else(|| snap.all.iter().find(|s| s.name == name && !s.visible_to_model && s.visible_to_app))
+                .cloned()
+        };
+        if let Some(spec) = find() {
+            return Some(spec);
+        }
+        self.refresh().await;
+        find()
+    }
+
     /// Every provider's tools, model-visible or not.
     pub fn all_tools(&self) -> Vec<Arc<ToolSpec>> {
         self.snapshot.read().all.clone()
+    }
+
+    /// The tool of app (or standard server) `app_id` by its own, unprefixed name, model-visible or
+    /// not (what `/apps/mcp/{appId}` calls), as of the last refresh.
+    pub fn module_tool(&self, app_id: &str, tool_name: &str) -> Option<Arc<ToolSpec>> {
+        let snapshot = self.snapshot.read();
+        snapshot
+            .all
+            .iter()
+            .find(|spec| matches!(&spec.source, ToolSource::Module { app_id: a, tool_name: t } if a == app_id && t == tool_name))
+            .cloned()
     }
 
     pub fn preference_order(&self) -> &[String] {
@@ -160,6 +201,7 @@ impl ToolRegistry {
                     output_schema: parse(t.output_schema_json.as_str()).filter(|_| ui_resource_uri.is_none()),
                     meta: parse(t.meta_json.as_str()).unwrap_or_else(|| serde_json::json!({})),
                     visible_to_model: t.visible_to_model,
+                    visible_to_app: t.visible_to_app,
                     ui_resource_uri,
                     extra: parse(t.extra_json.as_str()).filter(Value::is_object).unwrap_or_else(|| serde_json::json!({})),
                     provider_id: t.provider_id.to_string(),
@@ -244,11 +286,18 @@ impl ToolRegistry {
         let Some(spec) = self.resolve_now(name).await else {
             return ToolResult::error(format!("unknown tool '{name}'"));
         };
+        self.call_spec(&spec, arguments_json, call_id, meta, extra).await
+    }
+
+    /// [`Self::call_with`] for a tool already looked up (e.g. an app-only tool of an MCP Apps
+    /// host, see [`Self::resolve_for_app_host`]).
+    pub async fn call_spec(&self, spec: &ToolSpec, arguments_json: &str, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
+        let name = spec.name.as_str();
         let timer = match &spec.source {
             ToolSource::Builtin(_) => self.metrics.tool_call(&spec.provider_id, &spec.name),
             ToolSource::Module { app_id, tool_name } => self.metrics.tool_call(app_id, tool_name),
         };
-        let (result, outcome) = self.run(&spec, name, arguments_json, call_id, meta, extra).await;
+        let (result, outcome) = self.run(spec, name, arguments_json, call_id, meta, extra).await;
         // An error with the app's result is the tool's own (`isError`); one without had no result
         // (the app is not running, refused the call with a JSON-RPC error, timed out…).
         timer.finish(outcome.unwrap_or(match (result.is_error, result.raw.is_some()) {

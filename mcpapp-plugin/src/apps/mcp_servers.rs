@@ -21,7 +21,7 @@ use crate::apps::manifest::{Manifest, ValidationError};
 
 /// Registry keys of standard servers carry this prefix, so they never collide with app ids (which
 /// cannot contain `:`), and the key is also the tool provider id.
-pub const KEY_PREFIX: &str = "mcp:";
+pub const KEY_PREFIX: &str = host_abi::MCP_SERVER_KEY_PREFIX;
 
 /// Fields whose values may arrive as strings from environment overrides.
 const INTEGER_FIELDS: &[&str] = &["startupTimeoutSeconds", "requestTimeoutSeconds", "healthCheckIntervalSeconds"];

@@ -4,6 +4,8 @@
 //! app UI uses. Results pass through as the app sent them (app-only tools included, names
 //! unprefixed). Two rules are the host's to enforce (MCP Apps spec): a browser may only call
 //! tools visible to apps, and the browser's `sessionId` is injected into `tools/call`'s `_meta`.
+//! The gateway's own `/mcp` forwards here too, to standard MCP servers as well as apps, when it
+//! says so (`host_abi::forward::EXTRA_ANY_PROVIDER`).
 
 use std::sync::Arc;
 
@@ -71,7 +73,14 @@ pub async fn forward(
     if message.get("jsonrpc").and_then(Value::as_str) != Some(jsonrpc::VERSION) {
         return Some(error_response(&id, jsonrpc::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", None));
     }
-    let Some(app) = registry.app(app_id).filter(|a| a.kind == AppKind::App) else {
+    // A browser reaches MCP Apps only; the gateway's own `/mcp` may reach standard servers too.
+    // (The text is looked at first: every browser call passes here, and few carry the key.)
+    let any_provider = (extra_json.contains(host_abi::forward::EXTRA_ANY_PROVIDER))
+        .then(|| serde_json::from_str::<Value>(extra_json).ok())
+        .flatten()
+        .and_then(|extra| extra.get(host_abi::forward::EXTRA_ANY_PROVIDER).and_then(Value::as_bool))
+        .unwrap_or(false);
+    let Some(app) = registry.app(app_id).filter(|a| any_provider || a.kind == AppKind::App) else {
         return Some(error_response(
             &id,
             jsonrpc::APP_UNAVAILABLE,

@@ -1,0 +1,558 @@
+//! Everything the apps offer besides tools, through `/mcp` (SPEC R46): resources, resource
+//! templates, prompts, completions, resource subscriptions and log messages of every MCP App and
+//! every standard or workspace MCP server, as one MCP server.
+//!
+//! Each request goes to the app it names — by a rewritten resource URI (`namespacing.rs`) or a
+//! prefixed prompt name — over the module's forward, on the app's one gateway-managed upstream
+//! session: the session the model's tool calls and `/apps/mcp/{appId}` use too, so a UI read
+//! through `/mcp` sees the state the calls made. Lists fan out to the Running apps in discovery
+//! order, a page at a time, with cursors that name the app to go on at. What the apps send
+//! unasked (list changes, resource updates, log messages) comes from the module's events, named
+//! the same way, for the endpoint's sessions to pass on ([`Change`]).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use host_abi::payloads::{AppDetail, AppState, ProviderKind};
+use host_abi::{event_kind, jsonrpc};
+use parking_lot::{Mutex, RwLock};
+use rmcp::ErrorData;
+use serde_json::{json, Map, Value};
+use tokio::sync::broadcast;
+
+use super::namespacing::{restore_uri, rewrite_uri, Cursor};
+use crate::module_host::{HostEvent, ModuleHost};
+
+/// How many items one page of a list gathers before it ends at an app's boundary.
+const PAGE_ITEMS: usize = 200;
+
+/// One app or standard server as `/mcp` multiplexes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Provider {
+    /// Its registry key: the app id, or `mcp:{id}`.
+    pub key: String,
+    /// Its tool-name prefix, which its prompts carry too.
+    pub prefix: String,
+    pub running: bool,
+    /// Whether it can serve at all (not disabled, its definition valid).
+    pub admitted: bool,
+    /// Its `ServerCapabilities` from the handshake, or what its manifest and catalog suggest
+    /// before it has one.
+    pub capabilities: Map<String, Value>,
+}
+
+impl Provider {
+    pub fn offers(&self, capability: &str) -> bool {
+        self.capabilities.get(capability).is_some_and(|c| !c.is_null())
+    }
+
+    fn serves(&self, capability: &str) -> bool {
+        self.running && self.offers(capability)
+    }
+}
+
+/// What the apps offer together: what `/mcp` declares.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Offered {
+    pub resources: bool,
+    pub subscribe: bool,
+    pub prompts: bool,
+    pub completions: bool,
+    pub logging: bool,
+}
+
+/// Something the apps sent unasked, named as `/mcp` names it.
+#[derive(Debug, Clone)]
+pub enum Change {
+    ResourcesListChanged,
+    PromptsListChanged,
+    /// `notifications/resources/updated` of a resource (its `/mcp` URI).
+    ResourceUpdated(String),
+    /// `notifications/message`'s params, its `logger` naming the app.
+    Log(Value),
+}
+
+/// The lists `/mcp` multiplexes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum List {
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+impl List {
+    fn method(self) -> &'static str {
+        match self {
+            List::Resources => "resources/list",
+            List::ResourceTemplates => "resources/templates/list",
+            List::Prompts => "prompts/list",
+        }
+    }
+
+    /// The result's key holding the items.
+    pub fn items_key(self) -> &'static str {
+        match self {
+            List::Resources => "resources",
+            List::ResourceTemplates => "resourceTemplates",
+            List::Prompts => "prompts",
+        }
+    }
+
+    fn capability(self) -> &'static str {
+        match self {
+            List::Prompts => "prompts",
+            _ => "resources",
+        }
+    }
+
+    /// One item of `provider`'s, as `/mcp` lists it.
+    fn rename(self, provider: &Provider, item: &mut Value) {
+        let Some(item) = item.as_object_mut() else { return };
+        let (key, rename): (&str, &dyn Fn(&str) -> String) = match self {
+            List::Resources => ("uri", &|uri| rewrite_uri(&provider.key, uri)),
+            List::ResourceTemplates => ("uriTemplate", &|uri| rewrite_uri(&provider.key, uri)),
+            List::Prompts => ("name", &|name| format!("{}{name}", provider.prefix)),
+        };
+        if let Some(Value::String(value)) = item.get_mut(key) {
+            *value = rename(value);
+        }
+    }
+}
+
+/// The providers and their changes, shared by every `/mcp` session.
+pub struct Multiplexer {
+    module: Arc<ModuleHost>,
+    providers: RwLock<Arc<Vec<Provider>>>,
+    changes: broadcast::Sender<Change>,
+    /// Resources subscribed upstream, with how many subscribers want each.
+    held: Mutex<HashMap<(String, String), usize>>,
+}
+
+impl Multiplexer {
+    pub fn new(module: Arc<ModuleHost>) -> Arc<Multiplexer> {
+        let (changes, _) = broadcast::channel(256);
+        Arc::new(Multiplexer { module, providers: RwLock::new(Arc::new(Vec::new())), changes, held: Mutex::new(HashMap::new()) })
+    }
+
+    /// The changes the apps send, named as `/mcp` names them.
+    pub fn subscribe(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    pub fn providers(&self) -> Arc<Vec<Provider>> {
+        self.providers.read().clone()
+    }
+
+    /// What the admitted providers offer together.
+    pub fn offered(&self) -> Offered {
+        let providers = self.providers();
+        let any = |capability: &str| providers.iter().any(|p| p.admitted && p.offers(capability));
+        Offered {
+            resources: any("resources"),
+            subscribe: providers.iter().any(|p| p.admitted && p.capabilities.get("resources").is_some_and(|r| r["subscribe"] == true)),
+            prompts: any("prompts"),
+            completions: any("completions"),
+            logging: any("logging"),
+        }
+    }
+
+    /// Re-reads the apps from the module; tells subscribers which lists changed with them.
+    pub async fn refresh(&self) {
+        let apps = match self.module.list_apps().await {
+            Ok(apps) => apps,
+            Err(e) => {
+                tracing::warn!("cannot list the module's apps: {e}");
+                return;
+            }
+        };
+        let providers: Vec<Provider> = apps.iter().map(provider_of).collect();
+        let before = std::mem::replace(&mut *self.providers.write(), Arc::new(providers.clone()));
+        let serving = |list: &[Provider], capability: &str| -> Vec<String> {
+            list.iter().filter(|p| p.serves(capability)).map(|p| p.key.clone()).collect()
+        };
+        if serving(&before, "resources") != serving(&providers, "resources") {
+            let _ = self.changes.send(Change::ResourcesListChanged);
+        }
+        if serving(&before, "prompts") != serving(&providers, "prompts") {
+            let _ = self.changes.send(Change::PromptsListChanged);
+        }
+    }
+
+    /// Follows the module's events: app changes refresh the providers (debounced, as the tool
+    /// registry does), the apps' own notifications become [`Change`]s.
+    pub fn follow_module(self: &Arc<Self>) {
+        let me = self.clone();
+        let mut events = self.module.subscribe();
+        tokio::spawn(async move {
+            me.refresh().await;
+            loop {
+                match events.recv().await {
+                    Ok(e) if e.kind == event_kind::APP_STATE_CHANGED || e.kind == event_kind::TOOLS_CHANGED => {}
+                    Ok(e) if e.kind == event_kind::UPSTREAM_NOTIFICATION => {
+                        me.pass_on(&e);
+                        continue;
+                    }
+                    Ok(_) => continue,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                loop {
+                    match events.try_recv() {
+                        Ok(e) if e.kind == event_kind::UPSTREAM_NOTIFICATION => me.pass_on(&e),
+                        Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                        Err(_) => break,
+                    }
+                }
+                me.refresh().await;
+            }
+        });
+    }
+
+    /// One of an app's own notifications, as the [`Change`] `/mcp` passes on.
+    fn pass_on(&self, event: &HostEvent) {
+        let params = &event.payload["params"];
+        let change = match event.payload["method"].as_str() {
+            Some("notifications/resources/list_changed") => Change::ResourcesListChanged,
+            Some("notifications/prompts/list_changed") => Change::PromptsListChanged,
+            Some("notifications/resources/updated") => match params["uri"].as_str() {
+                Some(uri) => Change::ResourceUpdated(rewrite_uri(&event.app_id, uri)),
+                None => return,
+            },
+            Some("notifications/message") => {
+                let mut params = params.clone();
+                let logger = match params["logger"].as_str() {
+                    Some(logger) => format!("{}/{logger}", event.app_id),
+                    None => event.app_id.clone(),
+                };
+                params["logger"] = json!(logger);
+                Change::Log(params)
+            }
+            _ => return,
+        };
+        let _ = self.changes.send(change);
+    }
+
+    /// The provider named `key`, if it is Running; else the error naming why not.
+    fn running(&self, key: &str) -> Result<Provider, ErrorData> {
+        let providers = self.providers();
+        let Some(provider) = providers.iter().find(|p| p.key == key) else {
+            return Err(unavailable(key, format!("Unknown McpApp '{key}'"), Value::Null));
+        };
+        if !provider.running {
+            return Err(unavailable(key, format!("McpApp '{key}' is not running"), Value::Null));
+        }
+        Ok(provider.clone())
+    }
+
+    /// One page of a list, across the apps that serve it.
+    pub async fn list(&self, list: List, cursor: Option<&str>) -> Result<Value, ErrorData> {
+        let providers: Vec<Provider> = self.providers().iter().filter(|p| p.serves(list.capability())).cloned().collect();
+        let (start, mut upstream) = match cursor {
+            None => (0, None),
+            Some(text) => {
+                let cursor = Cursor::decode(text).ok_or_else(|| ErrorData::invalid_params(format!("'{text}' is not a cursor of this list"), None))?;
+                let Some(index) = providers.iter().position(|p| p.key == cursor.provider) else {
+                    return Err(ErrorData::invalid_params(
+                        format!("the cursor goes on at McpApp '{}', which no longer serves {}; list again from the start", cursor.provider, list.method()),
+                        None,
+                    ));
+                };
+                (index, cursor.upstream)
+            }
+        };
+        let mut items = Vec::new();
+        for (index, provider) in providers.iter().enumerate().skip(start) {
+            let params = match upstream.take() {
+                Some(cursor) => json!({ "cursor": cursor }),
+                None => json!({}),
+            };
+            let result = match self.request(&provider.key, list.method(), params).await {
+                Ok(result) => result,
+                // One app failing its list does not take the others' down with it.
+                Err(e) if index > start || cursor.is_none() => {
+                    tracing::warn!(app = %provider.key, "{} of McpApp '{}' failed, leaving it out: {}", list.method(), provider.key, e.message);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let mut result = result;
+            if let Some(Value::Array(page)) = result.get_mut(list.items_key()).map(Value::take) {
+                for mut item in page {
+                    list.rename(provider, &mut item);
+                    items.push(item);
+                }
+            }
+            if let Some(next) = result.get("nextCursor").and_then(Value::as_str) {
+                return Ok(page_of(list, items, Some(Cursor { provider: provider.key.clone(), upstream: Some(next.to_string()) })));
+            }
+            if items.len() >= PAGE_ITEMS {
+                if let Some(next) = providers.get(index + 1) {
+                    return Ok(page_of(list, items, Some(Cursor { provider: next.key.clone(), upstream: None })));
+                }
+            }
+        }
+        Ok(page_of(list, items, None))
+    }
+
+    /// The app and its own URI for a URI `/mcp` gave out.
+    pub fn resource_owner(&self, uri: &str) -> Result<(Provider, String), ErrorData> {
+        let Some((key, original)) = restore_uri(uri) else {
+            return Err(not_ours(uri));
+        };
+        let provider = self.providers().iter().find(|p| p.key == key).cloned();
+        match provider {
+            Some(_) => Ok((self.running(&key)?, original)),
+            None => Err(not_ours(uri)),
+        }
+    }
+
+    /// The app and its own name for a prompt `/mcp` lists (prefix + the app's name). When
+    /// several apps' prefixes fit, the first in discovery order that has the prompt serves it.
+    pub async fn prompt_owner(&self, name: &str) -> Result<(Provider, String), ErrorData> {
+        let candidates: Vec<Provider> =
+            self.providers().iter().filter(|p| p.serves("prompts") && name.starts_with(&p.prefix)).cloned().collect();
+        if let [only] = candidates.as_slice() {
+            return Ok((only.clone(), name[only.prefix.len()..].to_string()));
+        }
+        for provider in candidates {
+            let own = &name[provider.prefix.len()..];
+            if self.has_prompt(&provider, own).await {
+                return Ok((provider, own.to_string()));
+            }
+        }
+        Err(ErrorData::invalid_params(format!("unknown prompt '{name}'"), None))
+    }
+
+    async fn has_prompt(&self, provider: &Provider, name: &str) -> bool {
+        let mut cursor: Option<String> = None;
+        loop {
+            let params = cursor.take().map(|c| json!({ "cursor": c })).unwrap_or_else(|| json!({}));
+            let Ok(result) = self.request(&provider.key, "prompts/list", params).await else { return false };
+            if result["prompts"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == name)) {
+                return true;
+            }
+            match result["nextCursor"].as_str() {
+                Some(next) => cursor = Some(next.to_string()),
+                None => return false,
+            }
+        }
+    }
+
+    /// Sends one request that asks its client nothing (a list, a subscription, a level) to an
+    /// app: its result, or its error as the app sent it.
+    pub async fn request(&self, key: &str, method: &str, params: Value) -> Result<Value, ErrorData> {
+        let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": 0, "method": method, "params": params });
+        let forwarded = self.module.forward_with(self.module.next_call_id(), key, &message, "", &any_provider()).await;
+        super::apps_mcp::result_of(key, method, forwarded)
+    }
+
+    /// Keeps `uri` of `key` subscribed upstream while anyone subscribed to it through `/mcp`.
+    pub async fn hold(&self, key: &str, uri: &str) -> Result<(), ErrorData> {
+        let first = {
+            let mut held = self.held.lock();
+            let count = held.entry((key.to_string(), uri.to_string())).or_insert(0);
+            *count += 1;
+            *count == 1
+        };
+        if first {
+            if let Err(e) = self.request(key, "resources/subscribe", json!({ "uri": uri })).await {
+                self.held.lock().remove(&(key.to_string(), uri.to_string()));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Lets go of one [`Self::hold`]; the last one unsubscribes upstream.
+    pub async fn release(&self, key: &str, uri: &str) {
+        let last = {
+            let mut held = self.held.lock();
+            let entry = (key.to_string(), uri.to_string());
+            match held.get_mut(&entry) {
+                Some(count) if *count > 1 => {
+                    *count -= 1;
+                    false
+                }
+                Some(_) => {
+                    held.remove(&entry);
+                    true
+                }
+                None => false,
+            }
+        };
+        if last {
+            if let Err(e) = self.request(key, "resources/unsubscribe", json!({ "uri": uri })).await {
+                tracing::debug!(app = key, "resources/unsubscribe {uri}: {}", e.message);
+            }
+        }
+    }
+
+    /// `logging/setLevel`, to every Running app that offers logging; the first refusal is the
+    /// answer (the others still got the level).
+    pub async fn set_level(&self, level: &Value) -> Result<(), ErrorData> {
+        let providers: Vec<Provider> = self.providers().iter().filter(|p| p.serves("logging")).cloned().collect();
+        let mut first_error = None;
+        for provider in providers {
+            if let Err(e) = self.request(&provider.key, "logging/setLevel", json!({ "level": level })).await {
+                tracing::debug!(app = %provider.key, "logging/setLevel: {}", e.message);
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// `extra_json` of a forward from `/mcp`: it may reach standard servers too.
+pub fn any_provider() -> Value {
+    json!({ host_abi::forward::EXTRA_ANY_PROVIDER: true })
+}
+
+fn page_of(list: List, items: Vec<Value>, next: Option<Cursor>) -> Value {
+    let mut page = json!({ list.items_key(): items });
+    if let Some(next) = next {
+        page["nextCursor"] = json!(next.encode());
+    }
+    page
+}
+
+fn not_ours(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(
+        format!("'{uri}' names no resource of this gateway's apps (its URIs are the apps' own with the app in front: see resources/list)"),
+        Some(json!({ "uri": uri })),
+    )
+}
+
+fn unavailable(key: &str, message: String, state: Value) -> ErrorData {
+    ErrorData::new(rmcp::model::ErrorCode(jsonrpc::APP_UNAVAILABLE), message, Some(json!({ "appId": key, "state": state })))
+}
+
+/// What the gateway knows of an app or server, as a [`Provider`].
+fn provider_of(app: &host_abi::AppDescriptor) -> Provider {
+    let detail = AppDetail::from_json(app.detail_json.as_str());
+    let state = AppState::of(app.state.as_str());
+    let capabilities = offered_capabilities(app, &detail);
+    Provider {
+        key: app.id.to_string(),
+        prefix: app.tool_name_prefix.to_string(),
+        running: state == AppState::Running,
+        admitted: state != AppState::Disabled && app.validation_errors.is_empty() && detail.kind != ProviderKind::Unknown,
+        capabilities,
+    }
+}
+
+/// An app's `ServerCapabilities`: its own declaration from its handshake (without
+/// `experimental`); before it has one, an estimate from its manifest and catalog.
+pub fn offered_capabilities(app: &host_abi::AppDescriptor, detail: &AppDetail) -> Map<String, Value> {
+    if let Some(mut own) = detail.server.as_ref().and_then(|s| s.capabilities.clone()) {
+        own.remove("experimental");
+        return own;
+    }
+    let declared: Vec<String> = detail.manifest.as_ref().map(|m| m.capabilities.clone()).unwrap_or_default();
+    let offers = |name: &str, count: u32| count > 0 || declared.iter().any(|d| d == name);
+    let mut caps = Map::new();
+    if offers("tools", app.tool_count) {
+        caps.insert("tools".into(), json!({ "listChanged": true }));
+    }
+    if offers("resources", app.resource_count + app.resource_template_count) {
+        caps.insert("resources".into(), json!({ "listChanged": true }));
+    }
+    if offers("prompts", app.prompt_count) {
+        caps.insert("prompts".into(), json!({ "listChanged": true }));
+    }
+    for name in ["completions", "logging"] {
+        if declared.iter().any(|d| d == name) {
+            caps.insert(name.into(), json!({}));
+        }
+    }
+    caps
+}
+
+/// Rewrites the resource URIs in an app's result for `/mcp`: `contents[].uri` (a read), the
+/// `uri` of `resource_link` and embedded `resource` blocks (tool results, prompt messages), and
+/// the UI a result or tool names in `_meta.ui.resourceUri` (and the older `ui/resourceUri`).
+pub fn rewrite_result_uris(provider: &str, result: &mut Value) {
+    let rewrite = |value: Option<&mut Value>| {
+        if let Some(Value::String(uri)) = value {
+            *uri = rewrite_uri(provider, uri);
+        }
+    };
+    if let Some(contents) = result.get_mut("contents").and_then(Value::as_array_mut) {
+        for content in contents {
+            rewrite(content.get_mut("uri"));
+        }
+    }
+    let block = |block: &mut Value| match block.get("type").and_then(Value::as_str) {
+        Some("resource_link") => rewrite(block.get_mut("uri")),
+        Some("resource") => rewrite(block.get_mut("resource").and_then(|r| r.get_mut("uri"))),
+        _ => {}
+    };
+    if let Some(content) = result.get_mut("content").and_then(Value::as_array_mut) {
+        content.iter_mut().for_each(block);
+    }
+    if let Some(messages) = result.get_mut("messages").and_then(Value::as_array_mut) {
+        for message in messages {
+            match message.get_mut("content") {
+                Some(Value::Array(content)) => content.iter_mut().for_each(block),
+                Some(one @ Value::Object(_)) => block(one),
+                _ => {}
+            }
+        }
+    }
+    rewrite_ui_meta(provider, result);
+}
+
+/// `_meta.ui.resourceUri` and `_meta["ui/resourceUri"]` of a tool or a result, rewritten.
+pub fn rewrite_ui_meta(provider: &str, holder: &mut Value) {
+    let Some(meta) = holder.get_mut("_meta").filter(|m| m.is_object()) else { return };
+    if let Some(Value::String(uri)) = meta.get_mut("ui").and_then(|ui| ui.get_mut("resourceUri")) {
+        *uri = rewrite_uri(provider, uri);
+    }
+    if let Some(Value::String(uri)) = meta.get_mut("ui/resourceUri") {
+        *uri = rewrite_uri(provider, uri);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_name_resources_as_mcp_does() {
+        let mut read = json!({ "contents": [{ "uri": "ui://g/app.html", "text": "<html>", "_meta": { "ui": { "csp": {} } } }] });
+        rewrite_result_uris("grocery", &mut read);
+        assert_eq!(read["contents"][0]["uri"], "ui://grocery/g/app.html");
+        assert_eq!(read["contents"][0]["text"], "<html>");
+
+        let mut call = json!({
+            "content": [
+                { "type": "text", "text": "see ui://g/app.html" },
+                { "type": "resource_link", "uri": "file:///a", "name": "a" },
+                { "type": "resource", "resource": { "uri": "urn:x", "text": "x" } }
+            ],
+            "_meta": { "ui": { "resourceUri": "ui://g/app.html" }, "ui/resourceUri": "ui://g/app.html" }
+        });
+        rewrite_result_uris("mcp:docs", &mut call);
+        assert_eq!(call["content"][0]["text"], "see ui://g/app.html");
+        assert_eq!(call["content"][1]["uri"], "file://mcp~docs//a");
+        assert_eq!(call["content"][2]["resource"]["uri"], "urn://mcp~docs!/x");
+        assert_eq!(call["_meta"]["ui"]["resourceUri"], "ui://mcp~docs/g/app.html");
+        assert_eq!(call["_meta"]["ui/resourceUri"], "ui://mcp~docs/g/app.html");
+
+        let mut prompt = json!({ "messages": [{ "role": "user", "content": { "type": "resource", "resource": { "uri": "x://y", "text": "" } } }] });
+        rewrite_result_uris("a", &mut prompt);
+        assert_eq!(prompt["messages"][0]["content"]["resource"]["uri"], "x://a/y");
+    }
+
+    #[test]
+    fn list_items_are_renamed_per_provider() {
+        let provider = Provider { key: "grocery-inventory".into(), prefix: "grocery.".into(), running: true, admitted: true, capabilities: Map::new() };
+        let mut prompt = json!({ "name": "draft_supplier_order" });
+        List::Prompts.rename(&provider, &mut prompt);
+        assert_eq!(prompt["name"], "grocery.draft_supplier_order");
+        let mut template = json!({ "uriTemplate": "inventory://stores/{storeId}/summary" });
+        List::ResourceTemplates.rename(&provider, &mut template);
+        assert_eq!(template["uriTemplate"], "inventory://grocery-inventory/stores/{storeId}/summary");
+    }
+}
