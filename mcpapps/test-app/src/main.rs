@@ -91,6 +91,14 @@ struct Cli {
     /// (nextCursor). 0 turns pagination off.
     #[arg(long, value_name = "N", default_value_t = 10)]
     page_size: usize,
+    /// resources/list page size: when there are more resources than this, resources/list is
+    /// paginated (nextCursor). 0 (the default) turns pagination off.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    resources_page_size: usize,
+    /// Add the tool `log_later`, which answers at once and then, unasked, sends the session a
+    /// `notifications/message` (`level`, `text`) tied to no request (initialize-era sessions).
+    #[arg(long)]
+    log_tool: bool,
     /// Serve the MCP Tasks extension: `cancellable` and `elicit` run as tasks for clients that
     /// declare it (see tasks.rs).
     #[arg(long)]
@@ -361,6 +369,17 @@ impl TestApp {
         }
         if self.shared.cli.end_listens_tool {
             tools.push(Tool::new("end_listens", "End every open subscriptions/listen stream.", no_args()));
+        }
+        if self.shared.cli.log_tool {
+            tools.push(Tool::new(
+                "log_later",
+                "Answer, then send a log message (level, text) to this session, tied to no request.",
+                schema(json!({
+                    "type": "object",
+                    "properties": {"level": {"type": "string"}, "text": {"type": "string"}},
+                    "required": ["level", "text"]
+                })),
+            ));
         }
         if self.shared.cli.resource_updates {
             tools.push(Tool::new(
@@ -719,6 +738,20 @@ impl ServerHandler for TestApp {
                 let ended = self.shared.end_listens.send(()).unwrap_or(0);
                 structured_result(format!("ended {ended} listen streams"), json!({"ended": ended}))
             }
+            "log_later" if self.shared.cli.log_tool => {
+                let level = serde_json::from_value::<LoggingLevel>(json!(str_arg(&args, "level").unwrap_or("info")));
+                let Ok(level) = level else { return Ok(tool_error("log_later: `level` is no MCP log level").into()) };
+                let text = str_arg(&args, "text").unwrap_or_default().to_string();
+                let peer = context.peer.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+                    let message = LoggingMessageNotificationParam::new(level, json!(text)).with_logger("test-app");
+                    if let Err(e) = peer.notify_logging_message(message).await {
+                        eprintln!("test-app: log_later: {e}");
+                    }
+                });
+                text_result("logging later")
+            }
             "touch_resource" if self.shared.cli.resource_updates => match str_arg(&args, "uri") {
                 Some(uri) => self.touch_resource(uri.to_string()).await,
                 None => tool_error("touch_resource: missing string argument `uri`"),
@@ -760,7 +793,7 @@ impl ServerHandler for TestApp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         self.fail_list("resources")?;
-        Ok(ListResourcesResult::with_all_items(vec![
+        let resources = vec![
             Resource::new(UI_URI, "app")
                 .with_title("test-app UI")
                 .with_description("The test app's UI (MCP App).")
@@ -768,7 +801,26 @@ impl ServerHandler for TestApp {
             Resource::new(README_URI, "readme")
                 .with_description("A plain-text readme.")
                 .with_mime_type("text/plain"),
-        ]))
+        ];
+        let page_size = self.shared.cli.resources_page_size;
+        if page_size == 0 || resources.len() <= page_size {
+            return Ok(ListResourcesResult::with_all_items(resources));
+        }
+        let start = match _request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|&n| n < resources.len())
+                .ok_or_else(|| McpError::invalid_params(format!("invalid cursor {cursor:?}"), None))?,
+        };
+        let total = resources.len();
+        let end = (start + page_size).min(total);
+        let mut result = ListResourcesResult::with_all_items(resources.into_iter().skip(start).take(end - start).collect());
+        if end < total {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
     }
 
     async fn list_resource_templates(
