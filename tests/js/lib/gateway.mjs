@@ -78,6 +78,30 @@ export function vanillaManifest(id = "basic-vanillajs") {
 }
 
 /**
+ * The official budget allocator MCP App from npm (`@modelcontextprotocol/server-budget-allocator`),
+ * run as a stdio app (`dist/index.js --stdio`, as its README's client configuration runs it). Its
+ * one tool `get-budget-data` links `ui://budget-allocator/mcp-app.html`; it offers no prompts.
+ */
+export const BUDGET_ENTRY = path.join(REPO, "tests/js/node_modules/@modelcontextprotocol/server-budget-allocator/dist/index.js");
+export function budgetManifest(id = "budget-allocator") {
+  requireFile(BUDGET_ENTRY);
+  return {
+    id,
+    name: "Budget Allocator",
+    version: "2.0.3",
+    transport: "stdio",
+    command: process.execPath,
+    arguments: [BUDGET_ENTRY, "--stdio"],
+    hasUi: true,
+    uiResourceUri: "ui://budget-allocator/mcp-app.html",
+    capabilities: ["tools", "resources"],
+    toolNamePrefix: "budget.",
+    startupTimeoutSeconds: 30,
+    requestTimeoutSeconds: 30,
+  };
+}
+
+/**
  * Starts the gateway with `config` as appsettings.json (in a temp folder unless `dir` is given).
  * Returns { url, base, child, logs(), stop() }. `env` adds environment variables.
  */
