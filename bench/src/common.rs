@@ -431,8 +431,14 @@ impl McpRequest {
             ("mcp-protocol-version".to_string(), "2026-07-28".to_string()),
             ("mcp-method".into(), method.into()),
         ];
-        // SEP-2243: the name a request is about travels as a header too.
-        if let Some(name) = params.get("name").and_then(Value::as_str) {
+        // SEP-2243: the name a request is about travels as a header too (a resource's URI for
+        // resources/read, as the official clients send it).
+        let name_key = if method == "resources/read" {
+            "uri"
+        } else {
+            "name"
+        };
+        if let Some(name) = params.get(name_key).and_then(Value::as_str) {
             headers.push(("mcp-name".into(), name.into()));
         }
         let body =

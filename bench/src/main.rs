@@ -9,6 +9,7 @@ mod chat;
 mod common;
 mod peers;
 mod scenarios;
+mod ui_resource;
 
 use std::time::Instant;
 
@@ -26,15 +27,16 @@ const SCENARIOS: &[&str] = &[
     "memory",
     "peers",
     "chat",
+    "ui_resource",
 ];
 
 #[derive(Parser)]
 #[command(
     name = "bench",
-    about = "Gateway benchmarks: proxy, boundary, discovery, startup, memory, peers, chat, or all"
+    about = "Gateway benchmarks: proxy, boundary, discovery, startup, memory, peers, chat, ui_resource, or all"
 )]
 struct Cli {
-    /// proxy | boundary | discovery | startup | memory | peers | chat | all
+    /// proxy | boundary | discovery | startup | memory | peers | chat | ui_resource | all
     scenario: String,
     /// Shorter runs (each scenario under 60 s).
     #[arg(long)]
@@ -53,6 +55,7 @@ async fn run_one(name: &str, art: &Artefacts, o: &Opts) -> Res<Value> {
         "memory" => scenarios::memory(art, o).await,
         "peers" => peers::peers(art, o).await,
         "chat" => chat::chat(art, o).await,
+        "ui_resource" => ui_resource::ui_resource(art, o).await,
         other => Err(format!(
             "unknown scenario {other:?}; one of {SCENARIOS:?} or all"
         )),

@@ -21,6 +21,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("startup", &["parallel_ratio"]),
     ("memory", &["rss_mb_idle", "rss_mb_after"]),
     ("chat", &["host_ms_per_turn", "turns_per_s"]),
+    ("ui_resource", &["mcp_over_apps_mcp_p50"]),
 ];
 
 /// Every `errors` count anywhere in `value`, with where it was.
