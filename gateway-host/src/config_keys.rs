@@ -59,7 +59,7 @@ const MCP_APPS: Key = Section(&[
 
 /// `McpCompatibility` (mcpapp-plugin `apps/config.rs`, `McpCompatibility::from_config`).
 const MCP_COMPATIBILITY: Key =
-    Section(&[("EnableDiscoveryFirst", V), ("ForceLegacyInitialize", V), ("AllowRelaxedInputSchemaValidation", V)]);
+    Section(&[("EnableDiscoveryFirst", V), ("ForceLegacyInitialize", V), ("AllowRelaxedInputSchemaValidation", V), ("ToolsOnly", V)]);
 
 /// `Plugins.Mcp.Servers.{id}`: `Enabled`, and the manifest's fields in PascalCase (mcpapp-plugin
 /// `apps/mcp_servers.rs` turns an entry into a manifest).

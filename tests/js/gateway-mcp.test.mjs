@@ -127,7 +127,8 @@ describe("/mcp with GroceryInventory, a test app and a Plugins.Mcp server", () =
     const dash = await client.callTool({ name: "grocery.show_store_inventory_dashboard", arguments: {} });
     assert.ok(!dash.isError, JSON.stringify(dash));
     assert.equal(dash.structuredContent, undefined, "withheld from the model for a UI tool");
-    assert.equal(dash._meta?.ui?.resourceUri, "ui://grocery/store-dashboard.html");
+    // The UI the result renders with, named as /mcp names it: the app in the URI's authority.
+    assert.equal(dash._meta?.ui?.resourceUri, "ui://grocery-inventory/grocery/store-dashboard.html");
     const remote = await client.callTool({ name: "tapp.fail", arguments: { message: "shelf empty" } });
     assert.ok(remote.isError);
     assert.match(remote.content[0].text, /^Error: .*shelf empty/);

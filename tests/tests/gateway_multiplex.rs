@@ -310,7 +310,16 @@ fn app_only_tools_are_for_mcp_apps_hosts_only() {
     let shown = serde_json::to_value(runtime.block_on(call(&host, "beta.show_ui", json!({}))).unwrap()).unwrap();
     assert_eq!(shown["structuredContent"], json!({ "shown": true }), "the host's UI gets the structured content: {shown}");
 
+    // A UI calls its tools by its app's own names, which an MCP Apps host passes on as they are:
+    // one app with the name is called, several are named back.
+    let own = runtime.block_on(call(&host, "touch_resource", json!({ "uri": "test://readme" }))).expect("alpha's own name");
+    assert!(!own.is_error.unwrap_or(false), "{own:?}");
+    let ambiguous = format!("{:?}", runtime.block_on(call(&host, "app_only", json!({}))));
+    assert!(ambiguous.contains("several apps") && ambiguous.contains("alpha.app_only") && ambiguous.contains("beta.app_only"), "{ambiguous}");
+
     let (plain, _) = connect(&runtime, &gw, false);
+    let unknown = format!("{:?}", runtime.block_on(call(&plain, "touch_resource", json!({ "uri": "test://readme" }))));
+    assert!(unknown.contains("unknown tool 'touch_resource'"), "own names are for MCP Apps hosts only: {unknown}");
     let names: Vec<String> = runtime.block_on(plain.list_all_tools()).unwrap().into_iter().map(|t| t.name.to_string()).collect();
     assert!(!names.contains(&"beta.app_only".to_string()), "{names:?}");
     let refused = runtime.block_on(call(&plain, "beta.app_only", json!({})));

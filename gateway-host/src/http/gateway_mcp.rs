@@ -84,8 +84,16 @@ fn compatibility_switch(settings: &Settings, key: &str) -> Option<bool> {
 
 /// `McpCompatibility.ToolsOnly`: `/mcp` offers the registry's tools and nothing else, as before
 /// it multiplexed the apps' resources, prompts and completions (their UI links unrewritten).
+/// A value that is no boolean is named in a warning and read as the default.
 pub fn tools_only(settings: &Settings) -> bool {
-    compatibility_switch(settings, "ToolsOnly").unwrap_or(false)
+    let switch = compatibility_switch(settings, "ToolsOnly");
+    if switch.is_none() {
+        let set = settings.get("OpenClaw:McpCompatibility:ToolsOnly").or_else(|| settings.get("McpCompatibility:ToolsOnly"));
+        if let Some(value) = set {
+            tracing::warn!("McpCompatibility.ToolsOnly is {value}, not true or false; /mcp multiplexes everything its apps offer");
+        }
+    }
+    switch.unwrap_or(false)
 }
 
 /// What one `/mcp` session asked for: the resources it subscribed to (by their `/mcp` URIs)
@@ -620,6 +628,11 @@ impl GatewayMcp {
 /// The tool `name` as a client of `/mcp` may call it: the model's tool (preference applied),
 /// or for an MCP Apps host also an app-only tool. A client that is no such host and names an
 /// app-only tool is told why it cannot call it.
+///
+/// An MCP Apps host passes its apps' UIs' calls on as they come, and a UI knows its tools by its
+/// app's own names (`refresh_dashboard_data`, not `grocery.refresh_dashboard_data`): for such a
+/// host a name no tool has is also looked up among the apps' own names, and used when exactly
+/// one app has it (two apps with it: refused, naming their `/mcp` names).
 async fn resolve_tool(registry: &ToolRegistry, name: &str, app_host: bool) -> Result<Arc<ToolSpec>, ErrorData> {
     if !app_host {
         if let Some(spec) = registry.resolve_now(name).await {
@@ -627,13 +640,30 @@ async fn resolve_tool(registry: &ToolRegistry, name: &str, app_host: bool) -> Re
         }
     }
     match registry.resolve_for_app_host(name).await {
-        Some(spec) if app_host => Ok(spec),
-        Some(_) => Err(ErrorData::invalid_params(
-            format!("tool '{name}' is for app UIs only (_meta.ui.visibility: [\"app\"]): a client that renders them declares the {UI_EXTENSION} extension"),
-            None,
-        )),
-        None => Err(ErrorData::invalid_params(format!("unknown tool '{name}'"), None)),
+        Some(spec) if app_host => return Ok(spec),
+        Some(_) => {
+            return Err(ErrorData::invalid_params(
+                format!("tool '{name}' is for app UIs only (_meta.ui.visibility: [\"app\"]): a client that renders them declares the {UI_EXTENSION} extension"),
+                None,
+            ))
+        }
+        None => {}
     }
+    if app_host {
+        let mut own = registry.app_tools_named(name);
+        match own.len() {
+            1 => return Ok(own.remove(0)),
+            0 => {}
+            _ => {
+                let names: Vec<&str> = own.iter().map(|s| s.name.as_str()).collect();
+                return Err(ErrorData::invalid_params(
+                    format!("tool '{name}' is the own name of tools of several apps; call one by its /mcp name: {}", names.join(", ")),
+                    None,
+                ));
+            }
+        }
+    }
+    Err(ErrorData::invalid_params(format!("unknown tool '{name}'"), None))
 }
 
 fn shape_for(spec: &ToolSpec, app_host: bool, rewrite: bool) -> Shape {

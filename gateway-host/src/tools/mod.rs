@@ -161,6 +161,18 @@ impl ToolRegistry {
         find()
     }
 
+    /// The tools apps' UIs may call whose app's own (unprefixed) name is `name`: an app's UI
+    /// calls its tools by the names its app knows, and an MCP Apps host passes the call on as
+    /// it is.
+    pub fn app_tools_named(&self, name: &str) -> Vec<Arc<ToolSpec>> {
+        let snap = self.snapshot.read();
+        snap.all
+            .iter()
+            .filter(|s| s.visible_to_app && matches!(&s.source, ToolSource::Module { tool_name, .. } if tool_name == name))
+            .cloned()
+            .collect()
+    }
+
     /// Every provider's tools, model-visible or not.
     pub fn all_tools(&self) -> Vec<Arc<ToolSpec>> {
         self.snapshot.read().all.clone()
