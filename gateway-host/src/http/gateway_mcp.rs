@@ -114,7 +114,7 @@ impl Drop for SessionState {
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 for uri in uris {
-                    if let Ok((provider, original)) = mux.resource_owner(&uri) {
+                    if let Ok((provider, original)) = mux.resource_owner(&uri).await {
                         mux.release(&provider.key, &original).await;
                     }
                 }
@@ -304,7 +304,7 @@ impl ServerHandler for GatewayMcp {
         let outcome = match request.request_state.as_deref() {
             Some(state) => self.resume_forward(&context, "resources/read", state, request.input_responses.clone()).await?,
             None => {
-                let (provider, original) = self.mux()?.resource_owner(&request.uri)?;
+                let (provider, original) = self.mux()?.resource_owner(&request.uri).await?;
                 let mut params = serde_json::to_value(&request).unwrap_or(Value::Null);
                 params["uri"] = json!(original);
                 self.forward(&context, &provider.key, "resources/read", params).await?
@@ -343,7 +343,7 @@ impl ServerHandler for GatewayMcp {
             params["ref"]["name"] = json!(own);
             provider
         } else if let Some(uri) = reference["uri"].as_str() {
-            let (provider, original) = mux.resource_owner(uri)?;
+            let (provider, original) = mux.resource_owner(uri).await?;
             params["ref"]["uri"] = json!(original);
             provider
         } else {
@@ -360,7 +360,7 @@ impl ServerHandler for GatewayMcp {
     #[allow(deprecated)]
     async fn subscribe(&self, request: SubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
         let mux = self.mux()?;
-        let (provider, original) = mux.resource_owner(&request.uri)?;
+        let (provider, original) = mux.resource_owner(&request.uri).await?;
         if !self.session.subscribed.lock().insert(request.uri.clone()) {
             return Ok(());
         }
@@ -375,7 +375,7 @@ impl ServerHandler for GatewayMcp {
     async fn unsubscribe(&self, request: UnsubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
         let mux = self.mux()?;
         if self.session.subscribed.lock().remove(&request.uri) {
-            if let Ok((provider, original)) = mux.resource_owner(&request.uri) {
+            if let Ok((provider, original)) = mux.resource_owner(&request.uri).await {
                 mux.release(&provider.key, &original).await;
             }
         }
@@ -410,7 +410,7 @@ impl ServerHandler for GatewayMcp {
         let mut held = Vec::new();
         if let Some(mux) = &self.mux {
             for uri in &uris {
-                if let Ok((provider, original)) = mux.resource_owner(uri) {
+                if let Ok((provider, original)) = mux.resource_owner(uri).await {
                     if mux.hold(&provider.key, &original).await.is_ok() {
                         held.push((provider.key, original));
                     }

@@ -34,6 +34,8 @@ pub struct Provider {
     pub key: String,
     /// Its tool-name prefix, which its prompts carry too.
     pub prefix: String,
+    /// Its state (`running`, `failed`, …).
+    pub state: String,
     pub running: bool,
     /// Whether it can serve at all (not disabled, its definition valid).
     pub admitted: bool,
@@ -234,16 +236,24 @@ impl Multiplexer {
         let _ = self.changes.send(change);
     }
 
-    /// The provider named `key`, if it is Running; else the error naming why not.
-    fn running(&self, key: &str) -> Result<Provider, ErrorData> {
-        let providers = self.providers();
-        let Some(provider) = providers.iter().find(|p| p.key == key) else {
-            return Err(unavailable(key, format!("Unknown McpApp '{key}'"), Value::Null));
+    /// The provider named `key`, if it is Running; else the error naming why not (its state).
+    /// One that is not Running in the last snapshot gets one refresh first: an app that has just
+    /// come up is served before the debounced event refresh lands (a client that saw it running
+    /// in `/apps/health` must not be told otherwise), as the tool registry's `resolve_now` does.
+    async fn running(&self, key: &str) -> Result<Provider, ErrorData> {
+        let find = || self.providers().iter().find(|p| p.key == key).cloned();
+        let provider = match find() {
+            Some(p) if p.running => return Ok(p),
+            _ => {
+                self.refresh().await;
+                find()
+            }
         };
-        if !provider.running {
-            return Err(unavailable(key, format!("McpApp '{key}' is not running"), Value::Null));
+        match provider {
+            Some(p) if p.running => Ok(p),
+            Some(p) => Err(unavailable(key, format!("McpApp '{key}' is not running (state: {})", p.state), json!(p.state))),
+            None => Err(unavailable(key, format!("Unknown McpApp '{key}'"), Value::Null)),
         }
-        Ok(provider.clone())
     }
 
     /// One page of a list, across the apps that serve it.
@@ -297,22 +307,26 @@ impl Multiplexer {
     }
 
     /// The app and its own URI for a URI `/mcp` gave out.
-    pub fn resource_owner(&self, uri: &str) -> Result<(Provider, String), ErrorData> {
+    pub async fn resource_owner(&self, uri: &str) -> Result<(Provider, String), ErrorData> {
         let Some((key, original)) = restore_uri(uri) else {
             return Err(not_ours(uri));
         };
-        let provider = self.providers().iter().find(|p| p.key == key).cloned();
-        match provider {
-            Some(_) => Ok((self.running(&key)?, original)),
-            None => Err(not_ours(uri)),
+        match self.running(&key).await {
+            Ok(provider) => Ok((provider, original)),
+            // Not an app's: the URI is no URI of ours, whatever its shape.
+            Err(e) if e.data.as_ref().is_some_and(|d| d["state"].is_null()) => Err(not_ours(uri)),
+            Err(e) => Err(e),
         }
     }
 
     /// The app and its own name for a prompt `/mcp` lists (prefix + the app's name). When
     /// several apps' prefixes fit, the first in discovery order that has the prompt serves it.
     pub async fn prompt_owner(&self, name: &str) -> Result<(Provider, String), ErrorData> {
-        let candidates: Vec<Provider> =
-            self.providers().iter().filter(|p| p.serves("prompts") && name.starts_with(&p.prefix)).cloned().collect();
+        let fits = |p: &Provider| p.serves("prompts") && name.starts_with(&p.prefix);
+        if !self.providers().iter().any(fits) {
+            self.refresh().await;
+        }
+        let candidates: Vec<Provider> = self.providers().iter().filter(|p| fits(p)).cloned().collect();
         if let [only] = candidates.as_slice() {
             return Ok((only.clone(), name[only.prefix.len()..].to_string()));
         }
@@ -436,6 +450,7 @@ fn provider_of(app: &host_abi::AppDescriptor) -> Provider {
     Provider {
         key: app.id.to_string(),
         prefix: app.tool_name_prefix.to_string(),
+        state: app.state.to_string(),
         running: state == AppState::Running,
         admitted: state != AppState::Disabled && app.validation_errors.is_empty() && detail.kind != ProviderKind::Unknown,
         capabilities,
@@ -547,7 +562,7 @@ mod tests {
 
     #[test]
     fn list_items_are_renamed_per_provider() {
-        let provider = Provider { key: "grocery-inventory".into(), prefix: "grocery.".into(), running: true, admitted: true, capabilities: Map::new() };
+        let provider = Provider { key: "grocery-inventory".into(), prefix: "grocery.".into(), state: "running".into(), running: true, admitted: true, capabilities: Map::new() };
         let mut prompt = json!({ "name": "draft_supplier_order" });
         List::Prompts.rename(&provider, &mut prompt);
         assert_eq!(prompt["name"], "grocery.draft_supplier_order");
