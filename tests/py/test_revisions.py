@@ -32,7 +32,7 @@ import mcp_types as types
 import pytest
 
 from mcp import Client, MCPError
-from mcp.client.subscriptions import ResourceUpdated, ToolsListChanged
+from mcp.client.subscriptions import ResourceUpdated, ResourcesListChanged, ToolsListChanged
 
 from conftest import REPO, TEST_APP_BIN, all_tool_names, gateway_with_apps
 
@@ -601,3 +601,57 @@ async def test_listen_with_resource_subscriptions_gets_updates_of_those_resource
     assert isinstance(control_event, ResourceUpdated) and str(control_event.uri) == other, f"control: no update of {other}: {control_event!r}"
     assert isinstance(event, ResourceUpdated) and str(event.uri) == wanted, f"no resources/updated for {wanted} at {url}: {event!r}"
     assert other not in seen.uris, f"an update of {other}, outside the filter, reached the stream: {seen.uris}"
+
+
+@pytest.mark.parametrize("app", ["r", "r26"], ids=["app-initialize-first", "app-discover-first"])
+async def test_listen_on_mcp_gets_updates_of_the_subscribed_resources_by_their_mcp_uris(revisions_gateway, app):
+    """The same through `/mcp` (issue 38): the stream subscribes the app's resource by the URI `/mcp`
+    names it with (`test://{app}/readme`), and its update arrives under that URI; another URI's
+    update, subscribed by a control stream, stays off it."""
+    url = revisions_gateway.url("/mcp")
+    wanted, other = f"test://{app}/readme", f"test://{app}/items/7"
+    seen = ResourceUpdatesSeen()
+    async with connect(url, message_handler=seen) as listener, connect(url) as control, connect(url) as actor:
+        assert_modern(listener, url)
+        async with listener.listen(resource_subscriptions=[wanted]) as sub, control.listen(resource_subscriptions=[other]) as control_sub:
+            honored = sub.honored
+            await drain(sub)
+            await drain(control_sub)
+            touched_other = await actor.call_tool(f"{app}.touch_resource", {"uri": "test://items/7"})
+            control_event = await next_event(control_sub, NOTIFY_TIMEOUT)
+            touched = await actor.call_tool(f"{app}.touch_resource", {"uri": "test://readme"})
+            event = await next_event(sub, NOTIFY_TIMEOUT)
+            await drain(sub)
+    assert honored.resource_subscriptions == [wanted], f"the acknowledgement: {honored}"
+    assert not touched.is_error and not touched_other.is_error, (text_of(touched), text_of(touched_other))
+    assert isinstance(control_event, ResourceUpdated) and str(control_event.uri) == other, f"control: no update of {other}: {control_event!r}"
+    assert isinstance(event, ResourceUpdated) and str(event.uri) == wanted, f"no resources/updated for {wanted} at {url}: {event!r}"
+    assert other not in seen.uris, f"an update of {other}, outside the filter, reached the stream: {seen.uris}"
+
+
+async def test_listen_on_mcp_gets_resources_list_changed_when_an_app_starts(discovery_gateway):
+    """An app that comes up adds its resources to `/mcp`'s list: a stream listening for resource
+    list changes hears it, and the app's resources are then listed under its own URIs."""
+    gw = discovery_gateway
+    url = gw.url("/mcp")
+    app_id = f"res{os.getpid()}"
+    folder = None
+    try:
+        async with connect(url) as client:
+            assert_modern(client, url)
+            async with client.listen(resources_list_changed=True) as sub:
+                honored = sub.honored
+                await drain(sub)
+                folder = add_app_folder(gw, app_id)
+                started = await next_event(sub, DISCOVERY_TIMEOUT)
+            uris = []
+            with anyio.move_on_after(DISCOVERY_TIMEOUT):
+                while f"test://{app_id}/readme" not in uris:
+                    uris = [str(r.uri) for r in (await client.list_resources(cache_mode="refresh")).resources]
+                    await anyio.sleep(0.1)
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    assert honored.resources_list_changed, f"the acknowledgement did not honour resourcesListChanged: {honored}"
+    assert isinstance(started, ResourcesListChanged), f"no resources/list_changed within {DISCOVERY_TIMEOUT} s of adding {app_id}: {started!r}\n{gw.logs()[-4000:]}"
+    assert f"ui://{app_id}/test-app/app.html" in uris and f"test://{app_id}/readme" in uris, uris
