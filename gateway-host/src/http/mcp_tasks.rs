@@ -1,8 +1,10 @@
 //! Tool calls as MCP Tasks (SPEC R43), the one way both MCP endpoints run them: a client that
-//! declared the tasks extension (`io.modelcontextprotocol/tasks`) gets every `tools/call` back as
-//! a task it polls (`tasks/get`), answers the app's questions of (`tasks/update`) and cancels
+//! declared the tasks extension (`io.modelcontextprotocol/tasks`) gets a `tools/call` of a tool
+//! that declares task support (`execution.taskSupport`, see [`Tasks::as_task`]) back as a task it
+//! polls (`tasks/get`), answers the app's questions of (`tasks/update`) and cancels
 //! (`tasks/cancel`) — the revision's methods, served by rmcp's task manager — plus the earlier
-//! (2025-11-25) `tasks/result` and `tasks/list` for clients of that draft.
+//! (2025-11-25) `tasks/result` and `tasks/list` for clients of that draft, which the 2026-07-28
+//! revision removed ([`Tasks::custom_for`]).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -10,8 +12,8 @@ use std::sync::Arc;
 use host_abi::jsonrpc;
 use parking_lot::Mutex;
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, CreateTaskResult, CustomRequest, CustomResult, ErrorCode, GetTaskParams, GetTaskResult,
-    InputRequest, TaskPayload, UpdateTaskParams,
+    CallToolResult, CancelTaskParams, ClientCapabilities, CreateTaskResult, CustomRequest, CustomResult, ErrorCode, GetTaskParams,
+    GetTaskResult, InputRequest, TaskPayload, UpdateTaskParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
@@ -41,6 +43,39 @@ impl Tasks {
     /// Whether the request's client wants its calls as tasks.
     pub fn wanted(context: &RequestContext<RoleServer>) -> bool {
         context.client_capabilities().is_some_and(|c| c.supports_tasks())
+    }
+
+    /// Whether a `tools/call` of a tool that declared `execution` (the tool's `execution` object
+    /// as its app declared it, `None` when it declared none) runs as a task for the request's
+    /// client — the one rule both MCP endpoints apply ([`Self::as_task_for`]).
+    pub fn as_task(context: &RequestContext<RoleServer>, execution: Option<&Value>) -> Result<bool, ErrorData> {
+        Self::as_task_for(Self::wanted(context), execution)
+    }
+
+    /// [`Self::as_task`] for a client that declared the tasks extension on its request
+    /// (`declared`) or not, where there is no request context (the short way of
+    /// `pass_through.rs`, whose clients never declared it).
+    ///
+    /// The tool's `execution.taskSupport` (MCP's tool field; absent means `"forbidden"`, and so
+    /// does a value MCP does not define):
+    ///
+    /// - `"forbidden"`: never a task, the call's result is complete;
+    /// - `"optional"`: a task for a client that declared the extension, else complete;
+    /// - `"required"`: a task for a client that declared the extension; any other client is
+    ///   refused with Missing Required Client Capability (rmcp's `-32021`, the tasks extension
+    ///   named in `data.requiredCapabilities`). SEP-2663 (the Tasks extension): "A server MUST
+    ///   NOT return `CreateTaskResult` to a client that did not include the extension capability
+    ///   on its request, regardless of prior declarations", and a server that requires the
+    ///   client to take a `CreateTaskResult` answers such a client with Missing Required Client
+    ///   Capability. (2025-11-25's experimental tasks answered a required tool called without
+    ///   its `task` parameter with -32601; the gateway serves tasks as the extension only.)
+    pub fn as_task_for(declared: bool, execution: Option<&Value>) -> Result<bool, ErrorData> {
+        let support = execution.and_then(|e| e.get("taskSupport")).and_then(Value::as_str);
+        match (support, declared) {
+            (Some("optional" | "required"), true) => Ok(true),
+            (Some("required"), false) => Err(ErrorData::missing_required_client_capability(ClientCapabilities::builder().enable_tasks().build())),
+            _ => Ok(false),
+        }
     }
 
     /// Runs a relayed call as a task; `finish` turns its outcome into the task's result.
@@ -73,8 +108,19 @@ impl Tasks {
         self.manager.cancel_task(&request.task_id)
     }
 
+    /// [`Self::custom`] for the request's revision: the 2026-07-28 revision removed `tasks/result`
+    /// and `tasks/list` (the Tasks extension has `tasks/get`, `tasks/update`, `tasks/cancel`
+    /// only), so for its requests they are not found (-32601), as any other method.
+    pub async fn custom_for(&self, request: CustomRequest, context: &RequestContext<RoleServer>) -> Result<CustomResult, ErrorData> {
+        if super::mcp_relay::is_modern(context) && matches!(request.method.as_str(), "tasks/result" | "tasks/list") {
+            let message = format!("Method not found: {} (removed in MCP 2026-07-28)", request.method);
+            return Err(ErrorData::new(ErrorCode::METHOD_NOT_FOUND, message, None));
+        }
+        self.custom(request).await
+    }
+
     /// `tasks/result` (waits for a task's result) and `tasks/list` (the tasks still kept); any
-    /// other method is not found.
+    /// other method is not found. Whatever the request's revision: see [`Self::custom_for`].
     pub async fn custom(&self, request: CustomRequest) -> Result<CustomResult, ErrorData> {
         let params = request.params.unwrap_or(Value::Null);
         match request.method.as_str() {
@@ -152,6 +198,39 @@ async fn run_as_task<T: Send + 'static>(mut call: RelayedCall<T>, task: &TaskCon
                     Err(e) => Err(error_object(jsonrpc::INVALID_PARAMS, format!("'{method}' cannot be put to a task's client: {e}"))),
                 };
                 module.respond(call.call_id, &key, answer).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_is_a_task_only_for_a_declaring_client_of_a_tool_that_supports_tasks() {
+        let support = |mode: &str| json!({ "taskSupport": mode });
+        for (execution, declared, expected) in [
+            (None, true, Some(false)),
+            (None, false, Some(false)),
+            (Some(json!({})), true, Some(false)),
+            (Some(support("forbidden")), true, Some(false)),
+            (Some(support("sometimes")), true, Some(false)),
+            (Some(json!({ "taskSupport": true })), true, Some(false)),
+            (Some(support("optional")), true, Some(true)),
+            (Some(support("optional")), false, Some(false)),
+            (Some(support("required")), true, Some(true)),
+            (Some(support("required")), false, None),
+        ] {
+            let answer = Tasks::as_task_for(declared, execution.as_ref());
+            match expected {
+                Some(task) => assert_eq!(answer.as_ref().ok(), Some(&task), "{execution:?} declared={declared}: {answer:?}"),
+                None => {
+                    let e = answer.expect_err("a required tool refuses a client without the extension");
+                    assert_eq!(e.code, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY);
+                    let data = e.data.expect("the missing capability named");
+                    assert!(data["requiredCapabilities"]["extensions"].get(rmcp::model::TASKS_EXTENSION_ID).is_some(), "{data}");
+                }
             }
         }
     }

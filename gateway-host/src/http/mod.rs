@@ -108,6 +108,7 @@ impl GatewayState {
         let shutdown = CancellationToken::new();
         let (apps_mcp, pass_through) = apps_mcp::service(
             module.clone(),
+            tools.clone(),
             gateway_mcp::Compatibility::from_settings(&settings),
             apps_mcp::max_request_bytes(&settings),
             shared_sessions,

@@ -16,7 +16,9 @@
 //!   with a string `name` and an object `arguments` (or none), and the revision's `_meta` envelope
 //!   whole (version `2026-07-28`, a readable `clientInfo` and `clientCapabilities`), without a
 //!   progress token, a log level, a task request or a retry (`inputResponses`, `requestState`);
-//! - a client that did not declare the tasks extension, on an endpoint that serves 2026-07-28.
+//! - a client that did not declare the tasks extension, on an endpoint that serves 2026-07-28
+//!   (its call of a tool that requires tasks is refused here as on rmcp's path:
+//!   [`Tasks::as_task_for`]).
 //!
 //! In an initialize-era session (what the official SDKs' clients open by default) the same
 //! call, with:
@@ -62,6 +64,8 @@ use super::mcp_relay::{self, Caller, Outcome};
 use crate::metrics::{Metrics, ProxiedOutcome};
 use crate::module_host::ModuleHost;
 use crate::relay::{error_object, Parked};
+use crate::tools::ToolRegistry;
+use super::mcp_tasks::Tasks;
 
 const MODERN: &str = "2026-07-28";
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -79,6 +83,8 @@ pub struct PassThrough {
     pub shutdown: CancellationToken,
     /// The initialize-era sessions whose calls it may answer.
     pub sessions: Arc<KnownSessions>,
+    /// The tools the module reports, for what each declared of tasks (`execution`).
+    pub tools: Arc<ToolRegistry>,
 }
 
 /// A `tools/call` the short way can answer.
@@ -96,6 +102,12 @@ impl PassThrough {
     pub async fn tools_call(&self, method: &Method, headers: &HeaderMap, message: &Value, app_id: &str, session_id: &str) -> Option<Response> {
         let Accepted { request, client, tracked } = accept(self.compatibility, &self.sessions, &self.shutdown, method, headers, message)?;
         let modern = client.modern;
+        // Its client declared no tasks: a tool that requires them refuses it, as on rmcp's path.
+        let tool = self.tools.module_tool(app_id, &request.name);
+        if let Err(e) = Tasks::as_task_for(false, tool.as_ref().and_then(|t| t.extra.get("execution"))) {
+            self.metrics.proxied_request(app_id, "tools/call").finish(ProxiedOutcome::Error);
+            return Some(Message::error(&request.id, e, modern).into_json());
+        }
         let (app_id, session_id) = (app_id.to_string(), session_id.to_string());
         let (module, parked, metrics) = (self.module.clone(), self.parked.clone(), self.metrics.clone());
         let capabilities = request.capabilities.clone();

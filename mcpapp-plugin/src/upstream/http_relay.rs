@@ -32,7 +32,7 @@ use rmcp::transport::streamable_http_client::{
 use serde_json::{json, Value};
 
 use crate::upstream::http_sender::{Answer, Body, HttpSender};
-use crate::upstream::short_way::{cancelled_notification, is_response_to, response_outcome, tools_call_request, CallContext, Relayed};
+use crate::upstream::short_way::{cancelled_notification, is_response_to, request_message, response_outcome, CallContext, Relayed};
 use crate::upstream::session::UpstreamError;
 
 /// The headers rmcp adds per message (SEP-2243); the rest of what it sends is the session's.
@@ -191,8 +191,9 @@ impl HttpRelay {
         self.sender.runs_on_host()
     }
 
-    /// Sends one `tools/call` with `params` (see the module docs for what is taken).
-    pub async fn tools_call(&self, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+    /// Sends one request of `method` (a `tools/call`, see the module docs for what is taken, or
+    /// a list, see [`super::short_way::ShortWay::request`]) with `params`.
+    pub async fn request(&self, method: &str, params: Option<Value>, call: CallContext<'_>) -> Relayed {
         // An initialize-era session speaks with its id; a 2026-07-28 one without.
         let Some((session_id, mut headers)) = self
             .seen
@@ -203,6 +204,11 @@ impl HttpRelay {
         else {
             return Relayed::NotTaken(params);
         };
+        if call.envelope.is_some() && method != "tools/call" {
+            // rmcp's way: its transport learns a 2026-07-28 app's tools from their lists (the
+            // arguments it mirrors into Mcp-Param-* headers).
+            return Relayed::NotTaken(params);
+        }
         if call.envelope.is_some() {
             let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).and_then(|n| HeaderValue::from_str(n).ok());
             match name {
@@ -216,7 +222,7 @@ impl HttpRelay {
         }
         let session_id = session_id.as_deref();
         let id = format!("gw-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let body = tools_call_request(&id, params, call.relay, call.envelope);
+        let body = request_message(&id, method, params, call.relay, call.envelope);
         let exchange = self.exchange(session_id, &headers, &id, &body, &call);
         let outcome = tokio::select! {
             outcome = tokio::time::timeout(call.timeout, exchange) => match outcome {

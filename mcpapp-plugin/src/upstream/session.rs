@@ -480,13 +480,17 @@ impl Session {
         serde_json::to_value(&result).map_err(|e| UpstreamError::Invalid(format!("unserializable result: {e}")))
     }
 
-    /// All pages of a list method (`tools/list`, `resources/list`, …), as raw items.
+    /// All pages of a list method (`tools/list`, `resources/list`, …), as raw items. The tools as
+    /// the app sent them ([`Self::request_as_sent`]).
     pub async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, UpstreamError> {
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
         for _page in 0..1000 {
             let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
-            let mut result = self.request(method, params).await?;
+            let mut result = match method {
+                "tools/list" => self.request_as_sent(method, params).await?,
+                _ => self.request(method, params).await?,
+            };
             if let Some(Value::Array(list)) = result.get_mut(key).map(Value::take) {
                 items.extend(list);
             }
@@ -496,6 +500,34 @@ impl Session {
             }
         }
         Ok(items)
+    }
+
+    /// [`Self::request`], with the result as the app sent it when the short way takes the request
+    /// (`short_way.rs`): rmcp's types keep only the fields they know, and a 2025-11-25 tool's
+    /// `execution` (whether its calls may run as tasks) is not one of them. Only on a session of
+    /// an initialize-era revision: the 2026-07-28 revision has no `execution`, and rmcp's HTTP
+    /// transport learns the tools' `Mcp-Param-*` headers from the lists it sees. Else, rmcp's way.
+    pub async fn request_as_sent(&self, method: &str, params: Option<Value>) -> Result<Value, UpstreamError> {
+        let mut params = params;
+        if let (Some(short), None) = (&self.short_way, &self.envelope) {
+            if self.is_closed() {
+                return Err(UpstreamError::Transport("the session is closed".to_string()));
+            }
+            let never = CancellationToken::new();
+            let call = CallContext {
+                notifier: &self.notifier,
+                relay: None,
+                cancel: &never,
+                timeout: self.request_timeout,
+                envelope: self.envelope.as_ref(),
+                binds_headers: false,
+            };
+            match short.request(method, params, call).await {
+                Relayed::Done(result) => return result,
+                Relayed::NotTaken(given_back) => params = given_back,
+            }
+        }
+        self.request(method, params).await
     }
 
     /// The server's self-description from the handshake, as JSON.

@@ -15,6 +15,11 @@
 //! HTTP, in headers. The short way puts in the same envelope rmcp would, over the caller's
 //! `_meta`; [`HttpRelay`] sends the headers rmcp sends and leaves to rmcp the calls of a tool
 //! whose schema mirrors arguments into headers (`x-mcp-header`, SEP-2243).
+//!
+//! An initialize-era app's `tools/list` pages take the same way when the catalog is enumerated
+//! ([`ShortWay::request`], `Session::request_as_sent`): rmcp's `Tool` keeps only the fields it
+//! knows, and a 2025-11-25 tool's `execution` (its `taskSupport`, which decides whether the
+//! gateway runs its calls as tasks) is not one of them.
 
 use std::time::Duration;
 
@@ -36,9 +41,15 @@ pub enum ShortWay {
 impl ShortWay {
     /// Sends one `tools/call` with `params`, or gives it back for rmcp's way.
     pub async fn tools_call(&self, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+        self.request("tools/call", params, call).await
+    }
+
+    /// Sends one request of `method` (`tools/call`, or a list the app's answer is wanted as it
+    /// sent it: `tools/list`), or gives it back for rmcp's way.
+    pub async fn request(&self, method: &str, params: Option<Value>, call: CallContext<'_>) -> Relayed {
         match self {
-            ShortWay::Http(http) => http.tools_call(params, call).await,
-            ShortWay::Stdio(stdio) => stdio.tools_call(params, call).await,
+            ShortWay::Http(http) => http.request(method, params, call).await,
+            ShortWay::Stdio(stdio) => stdio.request(method, params, call).await,
         }
     }
 }
@@ -85,6 +96,12 @@ impl Envelope {
 /// the relay maps back to the caller's, and a call on a 2026-07-28 session carries the session's
 /// envelope in place of whatever the caller put under those keys.
 pub fn tools_call_request(id: &str, params: Option<Value>, relay: Option<&CallRelay>, envelope: Option<&Envelope>) -> Value {
+    request_message(id, "tools/call", params, relay, envelope)
+}
+
+/// The JSON-RPC request of `method` under the short way's `id`, as [`tools_call_request`] makes a
+/// `tools/call`'s.
+pub fn request_message(id: &str, method: &str, params: Option<Value>, relay: Option<&CallRelay>, envelope: Option<&Envelope>) -> Value {
     let mut params = params.unwrap_or_else(|| json!({}));
     if let Value::Object(map) = &mut params {
         if relay.is_some() || envelope.is_some() {
@@ -105,7 +122,7 @@ pub fn tools_call_request(id: &str, params: Option<Value>, relay: Option<&CallRe
     if let Some(relay) = relay {
         relay.sent(RequestId::String(id.into()), ProgressToken(NumberOrString::String(id.into())));
     }
-    json!({ "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params })
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
 }
 
 /// The `notifications/cancelled` that tells the app a request of the short way ended early.
@@ -161,5 +178,17 @@ mod tests {
         assert_eq!(bare["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
         let old_era = tools_call_request("gw-9", Some(json!({"name": "echo"})), None, None);
         assert!(old_era["params"].get("_meta").is_none(), "{old_era}");
+    }
+
+    /// A list through the short way is the same request rmcp would send: its method, the
+    /// session's envelope on a 2026-07-28 session, the cursor as given.
+    #[test]
+    fn a_list_request_carries_its_method_and_the_envelope() {
+        let envelope = Envelope::new("2026-07-28", json!({"name": "openclaw-gateway", "version": "1"}), json!({}));
+        let page = request_message("gw-3", "tools/list", Some(json!({"cursor": "10"})), None, Some(&envelope));
+        assert_eq!((&page["method"], &page["id"], &page["params"]["cursor"]), (&json!("tools/list"), &json!("gw-3"), &json!("10")));
+        assert_eq!(page["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        let first = request_message("gw-4", "tools/list", None, None, None);
+        assert_eq!(first, json!({"jsonrpc": "2.0", "id": "gw-4", "method": "tools/list", "params": {}}));
     }
 }

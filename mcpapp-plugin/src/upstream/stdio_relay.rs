@@ -36,7 +36,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::abi::runtime::Tasks;
-use crate::upstream::short_way::{cancelled_notification, response_outcome, tools_call_request, CallContext, Relayed};
+use crate::upstream::short_way::{cancelled_notification, request_message, response_outcome, CallContext, Relayed};
 use crate::upstream::session::UpstreamError;
 
 /// The prefix of the short way's request ids.
@@ -229,14 +229,15 @@ async fn write_all(state: &Stdin, bytes: &[u8]) -> io::Result<()> {
 }
 
 impl StdioRelay {
-    /// Sends one `tools/call` with `params`; an app whose output has ended is left to rmcp's way
-    /// (which reports the closed session as it always did).
-    pub async fn tools_call(&self, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+    /// Sends one request of `method` (a `tools/call`, see [`super::short_way::ShortWay::request`])
+    /// with `params`; an app whose output has ended is left to rmcp's way (which reports the
+    /// closed session as it always did).
+    pub async fn request(&self, method: &str, params: Option<Value>, call: CallContext<'_>) -> Relayed {
         if self.waiting.closed.load(Ordering::Acquire) {
             return Relayed::NotTaken(params);
         }
         let id = format!("{ID_PREFIX}{}", self.next_id.fetch_add(1, Ordering::Relaxed));
-        let request = tools_call_request(&id, params, call.relay, call.envelope);
+        let request = request_message(&id, method, params, call.relay, call.envelope);
         let (tx, rx) = oneshot::channel();
         self.waiting.answers.lock().insert(id.clone(), tx);
         // The entry goes when the call does, however it ends.

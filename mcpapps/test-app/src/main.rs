@@ -103,6 +103,11 @@ struct Cli {
     /// declare it (see tasks.rs).
     #[arg(long)]
     tasks: bool,
+    /// stdio: the tool TOOL declares `execution.taskSupport` MODE (`forbidden`, `optional`,
+    /// `required`), as `TOOL=MODE` (repeatable). rmcp's `Tool` has no `execution`, so it is added
+    /// to the `tools/list` answers as they go out (tasks.rs).
+    #[arg(long, value_name = "TOOL=MODE")]
+    task_support: Vec<String>,
     /// An environment variable the `env` tool reports (repeatable).
     #[arg(long, value_name = "VAR")]
     env_echo: Vec<String>,
@@ -1084,6 +1089,10 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let output: Box<dyn tokio::io::AsyncWrite + Send + Unpin> = match shared.cli.garbage_stdout {
             true => faults::garbage_stdout(),
             false => Box::new(tokio::io::stdout()),
+        };
+        let output = match shared.cli.task_support.is_empty() {
+            true => output,
+            false => tasks::declaring_task_support(output, &shared.cli.task_support)?,
         };
         let running = match (TestApp { shared: shared.clone() }).serve((input, output)).await {
             Ok(running) => running,

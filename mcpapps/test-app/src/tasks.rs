@@ -3,13 +3,18 @@
 //! handle at once, the client polls `tasks/get`, answers the form through `tasks/update` and may
 //! `tasks/cancel`. Results say "(as a task)", so a test can tell that the task path was taken
 //! (the gateway drives an app's tasks on behalf of clients that know nothing of them).
+//!
+//! `--task-support TOOL=MODE`: what a tool declares of tasks (`execution.taskSupport`), for the
+//! gateway's own tasks, which it runs for the tools that support them.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use rmcp::model::*;
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions};
-use serde_json::Value;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt as _, AsyncWrite, AsyncWriteExt as _, BufReader};
 
 use crate::relay::{elicit_schema, record_cancellation};
 use crate::{structured_result, text_result};
@@ -60,4 +65,53 @@ pub fn call(
         _ => return None,
     };
     Some(CallToolResponse::Task(CreateTaskResult::new(task)))
+}
+
+/// The stdio writer rmcp gets for `--task-support TOOL=MODE`: a task passes each line on to `out`,
+/// a `tools/list` result's tools named in `declared` with their `execution.taskSupport` added.
+pub fn declaring_task_support(
+    out: Box<dyn AsyncWrite + Send + Unpin>,
+    declared: &[String],
+) -> Result<Box<dyn AsyncWrite + Send + Unpin>, String> {
+    let mut modes = HashMap::new();
+    for entry in declared {
+        match entry.split_once('=') {
+            Some((tool, mode @ ("forbidden" | "optional" | "required"))) => modes.insert(tool.to_string(), mode.to_string()),
+            _ => return Err(format!("--task-support {entry}: expected TOOL=forbidden|optional|required")),
+        };
+    }
+    let (app_side, relay_side) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let mut out = out;
+        let mut reader = BufReader::new(relay_side);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match reader.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let mut message: Value = match serde_json::from_slice(&line) {
+                Ok(message) => message,
+                Err(_) => Value::Null,
+            };
+            let tools = message.get_mut("result").and_then(|r| r.get_mut("tools")).and_then(Value::as_array_mut);
+            let written = match tools {
+                Some(tools) => {
+                    for tool in tools.iter_mut() {
+                        let mode = tool.get("name").and_then(Value::as_str).and_then(|name| modes.get(name));
+                        if let (Some(mode), Some(tool)) = (mode.cloned(), tool.as_object_mut()) {
+                            tool.insert("execution".into(), json!({ "taskSupport": mode }));
+                        }
+                    }
+                    format!("{message}\n").into_bytes()
+                }
+                None => std::mem::take(&mut line),
+            };
+            if out.write_all(&written).await.is_err() || out.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(Box::new(app_side))
 }
