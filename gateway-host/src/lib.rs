@@ -57,6 +57,8 @@ pub mod fuzzing {
     pub use crate::http::connections::ConnectionLimits;
     pub use crate::http::gateway_mcp::Compatibility;
     pub use crate::http::jsonrpc_gate::{gate, params_problem, BodyLimit, Gated};
+    pub use crate::http::multiplex::{rewrite_result_uris, rewrite_ui_meta};
+    pub use crate::http::namespacing::{restore_uri, rewrite_uri, uri_key, Cursor};
     pub use crate::http::pass_through::{eligible, Eligible};
     pub use crate::http::sandbox::{listen_addrs, SandboxSite};
     pub use crate::logging::{setup as log_setup, Mode as LogMode};

@@ -25,14 +25,6 @@ use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use support::*;
 
-/// Whether `/mcp` applies the tools' task support and the 2026-07-28 removal of `tasks/result`
-/// and `tasks/list` (`Tasks::as_task`, `Tasks::custom_for` of `mcp_tasks.rs`, called from
-/// `gateway_mcp.rs`). PENDING: `/mcp` is being rewritten and does not call them yet (every call
-/// of a tasks client is a task there, and the removed methods are served); the assertions of
-/// those two rules on `/mcp` are skipped until this is `true`. `/apps/mcp/{appId}` is always
-/// checked.
-const MCP_APPLIES_TASK_RULES: bool = false;
-
 /// The test app `t`'s tools as they declare task support: `cancellable` and `elicit` optional,
 /// `slow` required; the others (`echo`, `cancellations`…) declare none.
 const TASK_SUPPORT: &[&str] =
@@ -133,9 +125,6 @@ async fn tasks_at(url: &str, prefix: &str, discover_first: bool) {
     let tool = |name: &str| format!("{prefix}{name}");
     let caps = json!({ "elicitation": { "form": {} }, "extensions": { "io.modelcontextprotocol/tasks": {} } });
     let client = client_of(&url, caps, discover_first).await;
-    let apps_mcp = prefix.is_empty();
-    let rules_apply = apps_mcp || MCP_APPLIES_TASK_RULES;
-
     // The handshake declares the extension the endpoint serves (`/apps/mcp/{appId}` answers with
     // the app's capabilities, and the gateway's tasks beside them).
     let offered = client.peer_info().map(|i| i.capabilities.supports_tasks());
@@ -156,7 +145,7 @@ async fn tasks_at(url: &str, prefix: &str, discover_first: bool) {
     if !discover_first {
         let listed = custom(&client, "tasks/list", json!({})).await;
         assert!(listed["tasks"].to_string().contains(&task_id), "{listed}");
-    } else if rules_apply {
+    } else {
         for (method, params) in [("tasks/result", json!({ "taskId": task_id })), ("tasks/list", json!({}))] {
             let e = custom_error(&client, method, params).await;
             assert_eq!(e.code, ErrorCode::METHOD_NOT_FOUND, "{url}: 2026-07-28 {method}: {e:?}");
@@ -164,7 +153,7 @@ async fn tasks_at(url: &str, prefix: &str, discover_first: bool) {
     }
 
     // A tool that declares no task support answers a tasks client with its complete result.
-    if rules_apply {
+    {
         let response = client
             .call_tool_once(CallToolRequestParams::new(tool("echo")).with_arguments(arguments(json!({ "text": "now" }))))
             .await
@@ -217,9 +206,6 @@ fn a_tool_that_requires_tasks_refuses_clients_without_the_extension() {
     let (_dir, gw) = gateway_with_test_app();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     for (path, prefix) in [("/apps/mcp/t", ""), ("/mcp", "t.")] {
-        if path == "/mcp" && !MCP_APPLIES_TASK_RULES {
-            continue; // PENDING: see MCP_APPLIES_TASK_RULES.
-        }
         let url = gw.url(path);
         for discover_first in [false, true] {
             runtime.block_on(async {

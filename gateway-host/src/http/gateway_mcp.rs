@@ -245,7 +245,7 @@ impl ServerHandler for GatewayMcp {
             Some(token) => json!({ "progressToken": token }),
             None => Value::Null,
         };
-        let as_task = Tasks::wanted(&context);
+        let as_task = Tasks::as_task(&context, spec.extra.get("execution"))?;
         let call_id = self.registry.module().next_call_id();
         let registry = self.registry.clone();
         let call = self
@@ -279,8 +279,7 @@ impl ServerHandler for GatewayMcp {
         request: rmcp::model::CustomRequest,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::CustomResult, ErrorData> {
-        let _ = &context;
-        self.tasks.custom(request).await
+        self.tasks.custom_for(request, &context).await
     }
 
     async fn list_resources(&self, request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> Result<ListResourcesResult, ErrorData> {
@@ -868,6 +867,10 @@ impl ShortWay {
                 Ok(spec) => spec,
                 Err(e) => return Message::error(&id, e, modern),
             };
+            // Its client declared no tasks: a tool that requires them refuses it, as on rmcp's path.
+            if let Err(e) = Tasks::as_task_for(false, spec.extra.get("execution")) {
+                return Message::error(&id, e, modern);
+            }
             let shape = shape_for(&spec, app_host, rewrite);
             let arguments = request.params.get("arguments").cloned().unwrap_or_else(|| json!({})).to_string();
             let extra = mcp_relay::relay_extra_for(capabilities, modern);
