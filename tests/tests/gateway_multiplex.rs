@@ -257,6 +257,15 @@ fn subscriptions_log_messages_and_list_changes_reach_the_session() {
     runtime.block_on(client.subscribe(rmcp::model::SubscribeRequestParams::new("test://alpha/readme"))).expect("resources/subscribe");
     let refused = runtime.block_on(client.subscribe(rmcp::model::SubscribeRequestParams::new("test://nowhere/readme")));
     assert!(refused.is_err(), "a URI of no app: {refused:?}");
+    // A client of /apps/mcp/alpha subscribing to the same resource and unsubscribing again
+    // takes nothing from the /mcp session: the app's one session is subscribed while anyone is.
+    let (tx, _browser_heard) = mpsc::unbounded_channel();
+    let browser_url = gw.url("/apps/mcp/alpha");
+    let browser = runtime
+        .block_on(async { Heard { tx, app_host: false }.serve(StreamableHttpClientTransport::from_uri(browser_url)).await })
+        .expect("connecting to /apps/mcp/alpha");
+    runtime.block_on(browser.subscribe(rmcp::model::SubscribeRequestParams::new("test://readme"))).expect("/apps/mcp subscribe");
+    runtime.block_on(browser.unsubscribe(rmcp::model::UnsubscribeRequestParams::new("test://readme"))).expect("/apps/mcp unsubscribe");
     let update = heard_after(&runtime, &mut heard, |m| m["method"] == "resources/updated", || {
         let touched = runtime.block_on(call(&client, "alpha.touch_resource", json!({ "uri": "test://readme" }))).unwrap();
         assert!(!touched.is_error.unwrap_or(false), "{touched:?}");
@@ -293,7 +302,10 @@ fn subscriptions_log_messages_and_list_changes_reach_the_session() {
     assert!(format!("{gone:?}").contains("not running"), "{gone:?}");
 
     runtime.block_on(client.unsubscribe(rmcp::model::UnsubscribeRequestParams::new("test://alpha/readme"))).expect("resources/unsubscribe");
-    runtime.block_on(async { drop(client.cancel().await) });
+    runtime.block_on(async {
+        drop(client.cancel().await);
+        drop(browser.cancel().await);
+    });
 }
 
 #[test]

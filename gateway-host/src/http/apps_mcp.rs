@@ -22,13 +22,11 @@
 //! stream on which the app's questions and change notifications reach them.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::response::{IntoResponse, Response};
 use host_abi::{event_kind, jsonrpc, AbiError};
-use parking_lot::Mutex;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
@@ -52,6 +50,7 @@ use super::jsonrpc_gate::Gated;
 use super::known_sessions::{KnownSessions, Registration};
 use super::mcp_tasks::Tasks;
 use super::pass_through::PassThrough;
+use super::resource_holds::{ResourceHolds, SessionHolds};
 use super::GatewayState;
 use crate::metrics::{Metrics, ProxiedOutcome};
 use crate::module_host::ModuleHost;
@@ -85,9 +84,10 @@ pub struct AppsMcp {
     tasks: Arc<Tasks>,
     /// The tools the module reports, for what each declared of tasks (`execution`).
     tools: Arc<ToolRegistry>,
-    /// Resource URIs subscribed upstream for `subscriptions/listen` streams, with how many
-    /// streams want each, so the last one to go unsubscribes.
-    resource_subscriptions: Arc<Mutex<HashMap<(String, String), usize>>>,
+    /// The resources held at the apps for every client of both endpoints (`resource_holds.rs`).
+    holds: Arc<ResourceHolds>,
+    /// This session's `resources/subscribe`s, let go when rmcp drops the handler with the session.
+    session_holds: Arc<SessionHolds>,
     metrics: Arc<Metrics>,
     /// The initialize-era sessions the short way may serve (`known_sessions.rs`).
     sessions: Arc<KnownSessions>,
@@ -106,6 +106,7 @@ pub fn service(
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
+    holds: Arc<ResourceHolds>,
 ) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough) {
     let parked = Arc::new(Parked::default());
     let sessions = Arc::new(KnownSessions::default());
@@ -124,15 +125,20 @@ pub fn service(
         parked,
         tasks: Arc::new(Tasks::default()),
         tools,
-        resource_subscriptions: Default::default(),
+        session_holds: Arc::new(SessionHolds::new(holds.clone())),
+        holds,
         metrics,
         sessions,
         registration: Default::default(),
         shutdown: shutdown.clone(),
     };
     let service = StreamableHttpService::new(
-        // One handler per session (and per stateless request), each with its own registration.
-        move || Ok(AppsMcp { registration: Default::default(), ..handler.clone() }),
+        // One handler per session (and per stateless request), each with its own registration
+        // and subscriptions.
+        move || {
+            let session_holds = Arc::new(SessionHolds::new(handler.holds.clone()));
+            Ok(AppsMcp { registration: Default::default(), session_holds, ..handler.clone() })
+        },
         Arc::new(LocalSessionManager::default()),
         server_config(shutdown, max_request_bytes, shared_sessions),
     );
@@ -208,33 +214,8 @@ impl AppsMcp {
             return Err(app_error(app_id, format!("McpApp '{app_id}' is not running (state: {state})"), json!(state)));
         }
         let detail = AppDetail::from_json(app.detail_json.as_str());
-        let declared: Vec<String> = detail.manifest.map(|m| m.capabilities).unwrap_or_default();
-        // The app's own declaration from its handshake; an estimate for apps whose handshake
-        // reported nothing usable. listChanged: the app's changes are relayed.
-        let capabilities = match detail.server.and_then(|s| s.capabilities) {
-            Some(own) => {
-                let mut own = own;
-                own.remove("experimental");
-                Value::Object(own)
-            }
-            None => {
-                let offers = |name: &str, count: u32| count > 0 || declared.iter().any(|d| d == name);
-                let mut caps = serde_json::Map::new();
-                if offers("tools", app.tool_count) {
-                    caps.insert("tools".into(), json!({ "listChanged": true }));
-                }
-                if offers("resources", app.resource_count + app.resource_template_count) {
-                    caps.insert("resources".into(), json!({ "listChanged": true }));
-                }
-                if offers("prompts", app.prompt_count) {
-                    caps.insert("prompts".into(), json!({ "listChanged": true }));
-                }
-                if declared.iter().any(|d| d == "completions") {
-                    caps.insert("completions".into(), json!({}));
-                }
-                Value::Object(caps)
-            }
-        };
+        // listChanged of an estimate: the app's changes are relayed.
+        let capabilities = Value::Object(super::multiplex::offered_capabilities(&app, &detail));
         Ok(AppFacts {
             id: app.id.into_string(),
             name: app.name.into_string(),
@@ -336,50 +317,6 @@ impl AppsMcp {
         match self.forward(context, method, params).await? {
             Outcome::Done(value) => typed(method, value),
             Outcome::InputRequired(_) => Err(ErrorData::internal_error(format!("the app asked the client something during '{method}'"), None)),
-        }
-    }
-
-    /// Keeps a resource subscribed upstream while a `subscriptions/listen` stream wants it.
-    async fn hold_resource(&self, context: &RequestContext<RoleServer>, app_id: &str, uri: &str) {
-        let first = {
-            let mut held = self.resource_subscriptions.lock();
-            let count = held.entry((app_id.to_string(), uri.to_string())).or_insert(0);
-            *count += 1;
-            *count == 1
-        };
-        if first {
-            self.upstream_subscription(context, app_id, "resources/subscribe", uri).await;
-        }
-    }
-
-    async fn release_resource(&self, context: &RequestContext<RoleServer>, app_id: &str, uri: &str) {
-        let last = {
-            let mut held = self.resource_subscriptions.lock();
-            let key = (app_id.to_string(), uri.to_string());
-            match held.get_mut(&key) {
-                Some(count) if *count > 1 => {
-                    *count -= 1;
-                    false
-                }
-                Some(_) => {
-                    held.remove(&key);
-                    true
-                }
-                None => false,
-            }
-        };
-        if last {
-            self.upstream_subscription(context, app_id, "resources/unsubscribe", uri).await;
-        }
-    }
-
-    async fn upstream_subscription(&self, context: &RequestContext<RoleServer>, app_id: &str, method: &str, uri: &str) {
-        let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": format!("gw-{method}"), "method": method, "params": { "uri": uri } });
-        let session_id = target_of(&context.extensions).map(|t| t.session_id).unwrap_or_default();
-        match self.module.forward(app_id, &message, &session_id).await {
-            Ok(Some(answer)) if answer.contains("\"error\"") => tracing::debug!(app = app_id, "{method} {uri}: {answer}"),
-            Ok(_) => {}
-            Err(e) => tracing::debug!(app = app_id, "{method} {uri} failed: {e}"),
         }
     }
 }
@@ -561,7 +498,9 @@ impl AppsMcp {
         self.running_app(&app_id).await?;
         let uris = subscription.accepted().resource_subscriptions.clone().unwrap_or_default();
         for uri in &uris {
-            self.hold_resource(&context, &app_id, uri).await;
+            if let Err(e) = self.holds.hold(&app_id, uri).await {
+                tracing::debug!(app = app_id, "resources/subscribe {uri}: {}", e.message);
+            }
         }
         let mut events = self.module.subscribe();
         loop {
@@ -586,7 +525,7 @@ impl AppsMcp {
             }
         }
         for uri in &uris {
-            self.release_resource(&context, &app_id, uri).await;
+            self.holds.release(&app_id, uri).await;
         }
         Ok(())
     }
@@ -678,14 +617,21 @@ impl ServerHandler for AppsMcp {
     /// Initialize-era only (rmcp refuses it for 2026-07-28 requests, which use `subscriptions/listen`).
     #[allow(deprecated)]
     async fn subscribe(&self, request: SubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.counted(&context, "resources/subscribe", async { self.simple::<Value>(&context, "resources/subscribe", request).await.map(|_| ()) })
-            .await
+        self.counted(&context, "resources/subscribe", async {
+            let app_id = target_of(&context.extensions)?.app_id;
+            self.session_holds.subscribe(&app_id, &request.uri).await
+        })
+        .await
     }
 
     #[allow(deprecated)]
     async fn unsubscribe(&self, request: UnsubscribeRequestParams, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.counted(&context, "resources/unsubscribe", async { self.simple::<Value>(&context, "resources/unsubscribe", request).await.map(|_| ()) })
-            .await
+        self.counted(&context, "resources/unsubscribe", async {
+            let app_id = target_of(&context.extensions)?.app_id;
+            self.session_holds.unsubscribe(&app_id, &request.uri).await;
+            Ok(())
+        })
+        .await
     }
 
     #[allow(deprecated)]

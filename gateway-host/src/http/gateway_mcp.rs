@@ -43,6 +43,7 @@ use super::mcp_relay::{self, Outcome};
 use super::mcp_tasks::Tasks;
 use super::multiplex::{self, Change, List, Multiplexer};
 use super::pass_through::{self, Message};
+use super::resource_holds::{ResourceHolds, SessionHolds};
 use crate::relay::{Parked, RelayedCall};
 use crate::settings::Settings;
 use crate::tools::{ToolRegistry, ToolResult, ToolSource, ToolSpec};
@@ -96,30 +97,18 @@ pub fn tools_only(settings: &Settings) -> bool {
     switch.unwrap_or(false)
 }
 
-/// What one `/mcp` session asked for: the resources it subscribed to (by their `/mcp` URIs)
-/// and the lowest log level it wants. Dropped with the session, which lets its resources go.
-#[derive(Default)]
+/// What one `/mcp` session asked for: the resources it subscribed to (by their `/mcp` URIs, for
+/// its updates; held at their apps by `holds`, let go when the session ends) and the lowest log
+/// level it wants.
 struct SessionState {
     subscribed: Mutex<HashSet<String>>,
     log_level: Mutex<Option<usize>>,
-    mux: OnceLock<Arc<Multiplexer>>,
+    holds: SessionHolds,
 }
 
-impl Drop for SessionState {
-    fn drop(&mut self) {
-        let (Some(mux), uris) = (self.mux.get().cloned(), std::mem::take(&mut *self.subscribed.lock())) else { return };
-        if uris.is_empty() {
-            return;
-        }
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                for uri in uris {
-                    if let Ok((provider, original)) = mux.resource_owner(&uri).await {
-                        mux.release(&provider.key, &original).await;
-                    }
-                }
-            });
-        }
+impl SessionState {
+    fn new(holds: Arc<ResourceHolds>) -> SessionState {
+        SessionState { subscribed: Mutex::default(), log_level: Mutex::default(), holds: SessionHolds::new(holds) }
     }
 }
 
@@ -149,6 +138,8 @@ pub struct GatewayMcp {
     sessions: Arc<KnownSessions>,
     /// This handler's session, once its client said `initialized` (dropped with the session).
     registration: Arc<OnceLock<Registration>>,
+    /// The resources held at the apps for every client of both endpoints.
+    holds: Arc<ResourceHolds>,
     session: Arc<SessionState>,
     shutdown: CancellationToken,
 }
@@ -358,15 +349,9 @@ impl ServerHandler for GatewayMcp {
     /// once however many sessions subscribe; the session's updates arrive on its stream.
     #[allow(deprecated)]
     async fn subscribe(&self, request: SubscribeRequestParams, _context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        let mux = self.mux()?;
-        let (provider, original) = mux.resource_owner(&request.uri).await?;
-        if !self.session.subscribed.lock().insert(request.uri.clone()) {
-            return Ok(());
-        }
-        if let Err(e) = mux.hold(&provider.key, &original).await {
-            self.session.subscribed.lock().remove(&request.uri);
-            return Err(e);
-        }
+        let (provider, original) = self.mux()?.resource_owner(&request.uri).await?;
+        self.session.holds.subscribe(&provider.key, &original).await?;
+        self.session.subscribed.lock().insert(request.uri);
         Ok(())
     }
 
@@ -375,7 +360,7 @@ impl ServerHandler for GatewayMcp {
         let mux = self.mux()?;
         if self.session.subscribed.lock().remove(&request.uri) {
             if let Ok((provider, original)) = mux.resource_owner(&request.uri).await {
-                mux.release(&provider.key, &original).await;
+                self.session.holds.unsubscribe(&provider.key, &original).await;
             }
         }
         Ok(())
@@ -410,7 +395,7 @@ impl ServerHandler for GatewayMcp {
         if let Some(mux) = &self.mux {
             for uri in &uris {
                 if let Ok((provider, original)) = mux.resource_owner(uri).await {
-                    if mux.hold(&provider.key, &original).await.is_ok() {
+                    if self.holds.hold(&provider.key, &original).await.is_ok() {
                         held.push((provider.key, original));
                     }
                 }
@@ -441,10 +426,8 @@ impl ServerHandler for GatewayMcp {
                 }
             }
         }
-        if let Some(mux) = &self.mux {
-            for (key, uri) in held {
-                mux.release(&key, &uri).await;
-            }
+        for (key, uri) in held {
+            self.holds.release(&key, &uri).await;
         }
         Ok(())
     }
@@ -789,6 +772,7 @@ pub fn service(
     max_request_bytes: usize,
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
+    holds: Arc<ResourceHolds>,
 ) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, ShortWay) {
     let parked = Arc::new(Parked::default());
     let sessions = Arc::new(KnownSessions::default());
@@ -809,17 +793,15 @@ pub fn service(
         tasks: Arc::new(Tasks::default()),
         sessions,
         registration: Default::default(),
-        session: Default::default(),
+        session: Arc::new(SessionState::new(holds.clone())),
+        holds,
         shutdown: shutdown.clone(),
     };
     // One handler per session (and per stateless request), each with its own registration and
     // its own subscriptions.
     let factory = move || {
-        let session = SessionState::default();
-        if let Some(mux) = &handler.mux {
-            let _ = session.mux.set(mux.clone());
-        }
-        Ok(GatewayMcp { registration: Default::default(), session: Arc::new(session), ..handler.clone() })
+        let session = Arc::new(SessionState::new(handler.holds.clone()));
+        Ok(GatewayMcp { registration: Default::default(), session, ..handler.clone() })
     };
     let service = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes, shared_sessions));
     (service, short)

@@ -46,6 +46,7 @@ mod mcp_relay;
 mod mcp_tasks;
 pub(crate) mod multiplex;
 pub(crate) mod namespacing;
+mod resource_holds;
 mod metrics;
 pub(crate) mod pass_through;
 pub mod sandbox;
@@ -77,6 +78,8 @@ pub struct GatewayState {
     pub pass_through: pass_through::PassThrough,
     /// What `GET /metrics` reports; the registry, the chat and `/apps/mcp` count into it.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The resources held at the apps for the clients of both MCP endpoints.
+    resource_holds: Arc<resource_holds::ResourceHolds>,
 }
 
 impl GatewayState {
@@ -106,6 +109,7 @@ impl GatewayState {
         let shared_sessions = mcp_sessions::for_store(&store);
         let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider, metrics.clone()));
         let shutdown = CancellationToken::new();
+        let resource_holds = resource_holds::ResourceHolds::new(module.clone());
         let (apps_mcp, pass_through) = apps_mcp::service(
             module.clone(),
             tools.clone(),
@@ -114,6 +118,7 @@ impl GatewayState {
             shared_sessions,
             shutdown.child_token(),
             metrics.clone(),
+            resource_holds.clone(),
         );
         Ok(GatewayState {
             module,
@@ -129,6 +134,7 @@ impl GatewayState {
             apps_mcp,
             pass_through,
             metrics,
+            resource_holds,
         })
     }
 }
@@ -174,6 +180,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
                 apps_mcp::max_request_bytes(&state.settings),
                 mcp_sessions::for_store(state.chat.store()),
                 state.shutdown.child_token(),
+                state.resource_holds.clone(),
             );
             Router::new()
                 .fallback(move |request: axum::extract::Request| gateway_mcp::handle(service.clone(), short.clone(), request))

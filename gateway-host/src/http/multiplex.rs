@@ -10,13 +10,12 @@
 //! unasked (list changes, resource updates, log messages) comes from the module's events, named
 //! the same way, for the endpoint's sessions to pass on ([`Change`]).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use host_abi::payloads::{AppDetail, AppState, ProviderKind};
 use host_abi::{event_kind, jsonrpc};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use rmcp::ErrorData;
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
@@ -127,14 +126,12 @@ pub struct Multiplexer {
     module: Arc<ModuleHost>,
     providers: RwLock<Arc<Vec<Provider>>>,
     changes: broadcast::Sender<Change>,
-    /// Resources subscribed upstream, with how many subscribers want each.
-    held: Mutex<HashMap<(String, String), usize>>,
 }
 
 impl Multiplexer {
     pub fn new(module: Arc<ModuleHost>) -> Arc<Multiplexer> {
         let (changes, _) = broadcast::channel(256);
-        Arc::new(Multiplexer { module, providers: RwLock::new(Arc::new(Vec::new())), changes, held: Mutex::new(HashMap::new()) })
+        Arc::new(Multiplexer { module, providers: RwLock::new(Arc::new(Vec::new())), changes })
     }
 
     /// The changes the apps send, named as `/mcp` names them.
@@ -360,47 +357,6 @@ impl Multiplexer {
         let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": 0, "method": method, "params": params });
         let forwarded = self.module.forward_with(self.module.next_call_id(), key, &message, "", &any_provider()).await;
         super::apps_mcp::result_of(key, method, forwarded)
-    }
-
-    /// Keeps `uri` of `key` subscribed upstream while anyone subscribed to it through `/mcp`.
-    pub async fn hold(&self, key: &str, uri: &str) -> Result<(), ErrorData> {
-        let first = {
-            let mut held = self.held.lock();
-            let count = held.entry((key.to_string(), uri.to_string())).or_insert(0);
-            *count += 1;
-            *count == 1
-        };
-        if first {
-            if let Err(e) = self.request(key, "resources/subscribe", json!({ "uri": uri })).await {
-                self.held.lock().remove(&(key.to_string(), uri.to_string()));
-                return Err(e);
-            }
-        }
-        Ok(())
-    }
-
-    /// Lets go of one [`Self::hold`]; the last one unsubscribes upstream.
-    pub async fn release(&self, key: &str, uri: &str) {
-        let last = {
-            let mut held = self.held.lock();
-            let entry = (key.to_string(), uri.to_string());
-            match held.get_mut(&entry) {
-                Some(count) if *count > 1 => {
-                    *count -= 1;
-                    false
-                }
-                Some(_) => {
-                    held.remove(&entry);
-                    true
-                }
-                None => false,
-            }
-        };
-        if last {
-            if let Err(e) = self.request(key, "resources/unsubscribe", json!({ "uri": uri })).await {
-                tracing::debug!(app = key, "resources/unsubscribe {uri}: {}", e.message);
-            }
-        }
     }
 
     /// `logging/setLevel`, to every Running app that offers logging; the first refusal is the
