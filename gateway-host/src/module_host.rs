@@ -284,6 +284,42 @@ impl ModuleHost {
         self.events.subscribe()
     }
 
+    /// Follows the module's events for a view of the apps kept on the host's side (the tool
+    /// registry, `/mcp`'s multiplexer): `refresh` now and after each burst of app changes (state,
+    /// tools; debounced briefly, since a reload reports many apps at once), `each` for every
+    /// event as it comes, until the module's event channel closes.
+    pub fn follow_app_changes<R>(&self, mut each: impl FnMut(&HostEvent) + Send + 'static, refresh: impl Fn() -> R + Send + 'static)
+    where
+        R: std::future::Future<Output = ()> + Send,
+    {
+        let is_app_change = |e: &HostEvent| e.kind == host_abi::event_kind::APP_STATE_CHANGED || e.kind == host_abi::event_kind::TOOLS_CHANGED;
+        let mut events = self.subscribe();
+        tokio::spawn(async move {
+            refresh().await;
+            loop {
+                match events.recv().await {
+                    Ok(event) => {
+                        each(&event);
+                        if !is_app_change(&event) {
+                            continue;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                loop {
+                    match events.try_recv() {
+                        Ok(event) => each(&event),
+                        Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                        Err(_) => break,
+                    }
+                }
+                refresh().await;
+            }
+        });
+    }
+
     /// A fresh id for a call that may be cancelled.
     pub fn next_call_id(&self) -> u64 {
         self.next_call_id.fetch_add(1, Ordering::Relaxed)

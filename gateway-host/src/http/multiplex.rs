@@ -11,7 +11,6 @@
 //! the same way, for the endpoint's sessions to pass on ([`Change`]).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use host_abi::payloads::{AppDetail, AppState, ProviderKind};
 use host_abi::{event_kind, jsonrpc};
@@ -178,34 +177,18 @@ impl Multiplexer {
         }
     }
 
-    /// Follows the module's events: app changes refresh the providers (debounced, as the tool
-    /// registry does), the apps' own notifications become [`Change`]s.
+    /// Follows the module's events: app changes refresh the providers (as the tool registry
+    /// does, [`ModuleHost::follow_app_changes`]), the apps' own notifications become [`Change`]s.
     pub fn follow_module(self: &Arc<Self>) {
-        let me = self.clone();
-        let mut events = self.module.subscribe();
-        tokio::spawn(async move {
-            me.refresh().await;
-            loop {
-                match events.recv().await {
-                    Ok(e) if e.kind == event_kind::APP_STATE_CHANGED || e.kind == event_kind::TOOLS_CHANGED => {}
-                    Ok(e) if e.kind == event_kind::UPSTREAM_NOTIFICATION => {
-                        me.pass_on(&e);
-                        continue;
-                    }
-                    Ok(_) => continue,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => break,
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                loop {
-                    match events.try_recv() {
-                        Ok(e) if e.kind == event_kind::UPSTREAM_NOTIFICATION => me.pass_on(&e),
-                        Ok(_) | Err(broadcast::error::TryRecvError::Lagged(_)) => {}
-                        Err(_) => break,
-                    }
-                }
-                me.refresh().await;
+        let (me, notified) = (self.clone(), self.clone());
+        let each = move |event: &HostEvent| {
+            if event.kind == event_kind::UPSTREAM_NOTIFICATION {
+                notified.pass_on(event);
             }
+        };
+        self.module.follow_app_changes(each, move || {
+            let me = me.clone();
+            async move { me.refresh().await }
         });
     }
 

@@ -12,9 +12,8 @@ pub mod preference;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
-use host_abi::{event_kind, ToolCallRequest};
+use host_abi::ToolCallRequest;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -263,24 +262,13 @@ impl ToolRegistry {
             .collect()
     }
 
-    /// Follows the module's events, refreshing after each burst (debounced briefly, since a
-    /// reload reports many apps at once).
+    /// Follows the module: a refresh after each burst of app changes
+    /// ([`ModuleHost::follow_app_changes`]).
     pub fn follow_module(self: &Arc<Self>) {
         let me = self.clone();
-        let mut events = self.module.subscribe();
-        tokio::spawn(async move {
-            me.refresh().await;
-            loop {
-                match events.recv().await {
-                    Ok(e) if e.kind == event_kind::TOOLS_CHANGED || e.kind == event_kind::APP_STATE_CHANGED => {}
-                    Ok(_) => continue,
-                    Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => break,
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                while events.try_recv().is_ok() {}
-                me.refresh().await;
-            }
+        self.module.follow_app_changes(|_| {}, move || {
+            let me = me.clone();
+            async move { me.refresh().await }
         });
     }
 
