@@ -5,8 +5,8 @@
 //! only; `McpCompatibility.ToolsOnly` keeps the tools-only endpoint.
 //!
 //! The apps: `alpha` (stdio, initialize-era, its resources listed one per page, subscribable,
-//! with a tool that logs unasked), `beta` (HTTP) and the workspace server `docs` (stdio) — all
-//! the test app, so all serve `ui://test-app/app.html`.
+//! with a tool that logs unasked), `beta` (HTTP), `gamma` (whose resources/list fails) and the
+//! workspace server `docs` (stdio) — all the test app, so all serve `ui://test-app/app.html`.
 
 // Logging and resources/subscribe are what initialize-era clients use (deprecated by rmcp for 2026-07-28).
 #![allow(deprecated)]
@@ -41,6 +41,7 @@ fn start(dir: &std::path::Path, extra: Value) -> GatewayProcess {
     alpha["protocolVersion"] = json!("2025-11-25");
     write_manifest(&apps, "alpha", &alpha);
     write_manifest(&apps, "beta", &http_app("beta", &[]));
+    write_manifest(&apps, "gamma", &stdio_app("gamma", &["--fail-list", "resources"]));
     let mut openclaw = json!({ "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } });
     if let (Some(base), Some(more)) = (openclaw.as_object_mut(), extra.as_object()) {
         base.extend(more.clone());
@@ -63,7 +64,7 @@ fn start(dir: &std::path::Path, extra: Value) -> GatewayProcess {
         let (_, health) = gw.get_json("/apps/health");
         let (_, tools) = gw.get_json("/tools");
         let running = |id: &str| health.to_string().contains(&format!("\"id\":\"{id}\"")) && tools.to_string().contains(&format!("\"{id}.echo\""));
-        running("alpha") && running("beta") && tools.to_string().contains("\"docs.echo\"")
+        running("alpha") && running("beta") && running("gamma") && tools.to_string().contains("\"docs.echo\"")
     };
     assert!(wait_until(Duration::from_secs(30), Duration::from_millis(100), ready), "the apps never came up\n{}", gw.logs());
     gw
@@ -190,7 +191,8 @@ fn lists_span_the_apps_page_by_page_and_every_request_reaches_its_app() {
         "ui://mcp~docs/test-app/app.html",
         "test://mcp~docs/readme",
     ];
-    assert_eq!(uris, expected, "every resource once, in discovery order");
+    assert_eq!(uris, expected, "every resource once, in discovery order (gamma's failing list left out)");
+    assert!(gw.logs().contains("resources/list of McpApp 'gamma' failed, leaving it out"), "{}", gw.logs());
     assert!(pages >= 2, "alpha's page size of 1 made more than one page: {pages}");
     let bad = runtime.block_on(client.list_resources(page(Some("not-a-cursor".into()))));
     assert!(format!("{bad:?}").contains("not a cursor"), "{bad:?}");
@@ -224,8 +226,8 @@ fn lists_span_the_apps_page_by_page_and_every_request_reaches_its_app() {
     let params: GetPromptRequestParams = serde_json::from_value(json!({ "name": "docs.greet", "arguments": { "name": "Ada" } })).unwrap();
     let prompt = runtime.block_on(client.get_prompt(params)).expect("prompts/get");
     assert!(serde_json::to_string(&prompt).unwrap().contains("Say hello to Ada."), "{prompt:?}");
-    let unknown: GetPromptRequestParams = serde_json::from_value(json!({ "name": "gamma.greet", "arguments": {} })).unwrap();
-    assert!(format!("{:?}", runtime.block_on(client.get_prompt(unknown))).contains("unknown prompt 'gamma.greet'"));
+    let unknown: GetPromptRequestParams = serde_json::from_value(json!({ "name": "delta.greet", "arguments": {} })).unwrap();
+    assert!(format!("{:?}", runtime.block_on(client.get_prompt(unknown))).contains("unknown prompt 'delta.greet'"));
     let complete = |reference: Value, name: &str, value: &str| -> Vec<String> {
         let params: CompleteRequestParams =
             serde_json::from_value(json!({ "ref": reference, "argument": { "name": name, "value": value } })).unwrap();

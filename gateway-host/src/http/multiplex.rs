@@ -239,7 +239,7 @@ impl Multiplexer {
     /// One page of a list, across the apps that serve it.
     pub async fn list(&self, list: List, cursor: Option<&str>) -> Result<Value, ErrorData> {
         let providers: Vec<Provider> = self.providers().iter().filter(|p| p.serves(list.capability())).cloned().collect();
-        let (start, mut upstream) = match cursor {
+        let (start, upstream) = match cursor {
             None => (0, None),
             Some(text) => {
                 let cursor = Cursor::decode(text).ok_or_else(|| ErrorData::invalid_params(format!("'{text}' is not a cursor of this list"), None))?;
@@ -252,13 +252,19 @@ impl Multiplexer {
                 (index, cursor.upstream)
             }
         };
-        let mut items = Vec::new();
-        for (index, provider) in providers.iter().enumerate().skip(start) {
-            let params = match upstream.take() {
-                Some(cursor) => json!({ "cursor": cursor }),
-                None => json!({}),
+        // Asked all at once (an app slow to answer delays the page by its own time only); a
+        // page that ends early leaves the later answers unused.
+        let asked = providers[start..].iter().enumerate().map(|(i, provider)| {
+            let params = match (i, &upstream) {
+                (0, Some(cursor)) => json!({ "cursor": cursor }),
+                _ => json!({}),
             };
-            let result = match self.request(&provider.key, list.method(), params).await {
+            self.request(&provider.key, list.method(), params)
+        });
+        let answers = futures::future::join_all(asked).await;
+        let mut items = Vec::new();
+        for ((index, provider), answer) in providers.iter().enumerate().skip(start).zip(answers) {
+            let mut result = match answer {
                 Ok(result) => result,
                 // One app failing its list does not take the others' down with it.
                 Err(e) if index > start || cursor.is_none() => {
@@ -267,7 +273,6 @@ impl Multiplexer {
                 }
                 Err(e) => return Err(e),
             };
-            let mut result = result;
             if let Some(Value::Array(page)) = result.get_mut(list.items_key()).map(Value::take) {
                 for mut item in page {
                     list.rename(provider, &mut item);
