@@ -242,7 +242,12 @@ impl Multiplexer {
         let (start, upstream) = match cursor {
             None => (0, None),
             Some(text) => {
-                let cursor = Cursor::decode(text).ok_or_else(|| ErrorData::invalid_params(format!("'{text}' is not a cursor of this list"), None))?;
+                let cursor = Cursor::decode(text).ok_or_else(|| {
+                    // Named by its start only: a client's cursor may be any size.
+                    let shown: String = text.chars().take(40).collect();
+                    let more = if shown.len() < text.len() { "…" } else { "" };
+                    ErrorData::invalid_params(format!("'{shown}{more}' is not a cursor of this list"), None)
+                })?;
                 let Some(index) = providers.iter().position(|p| p.key == cursor.provider) else {
                     return Err(ErrorData::invalid_params(
                         format!("the cursor goes on at McpApp '{}', which no longer serves {}; list again from the start", cursor.provider, list.method()),
