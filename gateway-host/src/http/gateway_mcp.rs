@@ -622,7 +622,8 @@ async fn resolve_tool(registry: &ToolRegistry, name: &str, app_host: bool) -> Re
         }
     }
     match registry.resolve_for_app_host(name).await {
-        Some(spec) if app_host => return Ok(spec),
+        // (A model tool here came back between the two lookups, e.g. its app restarted.)
+        Some(spec) if app_host || spec.visible_to_model => return Ok(spec),
         Some(_) => {
             return Err(ErrorData::invalid_params(
                 format!("tool '{name}' is for app UIs only (_meta.ui.visibility: [\"app\"]): a client that renders them declares the {UI_EXTENSION} extension"),
