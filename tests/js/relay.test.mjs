@@ -99,9 +99,23 @@ const ENDPOINTS = [
   { name: "test-app directly (its own HTTP)", url: () => state.direct.url, prefix: "", modelSide: false },
   { name: "/apps/mcp/t (stdio app)", url: () => state.gateway.url("/apps/mcp/t"), prefix: "", modelSide: false },
   { name: "/apps/mcp/th (http app)", url: () => state.gateway.url("/apps/mcp/th"), prefix: "", modelSide: false },
-  { name: "/mcp, t. (stdio app)", url: () => state.gateway.url("/mcp"), prefix: "t.", modelSide: true },
-  { name: "/mcp, th. (http app)", url: () => state.gateway.url("/mcp"), prefix: "th.", modelSide: true },
+  { name: "/mcp, t. (stdio app)", url: () => state.gateway.url("/mcp"), prefix: "t.", modelSide: true, appId: "t" },
+  { name: "/mcp, th. (http app)", url: () => state.gateway.url("/mcp"), prefix: "th.", modelSide: true, appId: "th" },
 ];
+
+/** A resource URI as /mcp names it (README, "Everything the apps offer, through /mcp"): the app in the authority. */
+const mcpUri = (appId, uri) => {
+  const [, scheme, rest] = uri.match(/^([A-Za-z][A-Za-z0-9+.-]*):(.*)$/s) ?? [];
+  if (scheme === undefined) return uri;
+  return rest.startsWith("//") ? `${scheme}://${appId}/${rest.slice(2)}` : `${scheme}://${appId}!/${rest}`;
+};
+
+/** A content block as /mcp passes it on: the same, its resource URIs named as /mcp names them. */
+const asOnMcp = (appId, block) => {
+  if (block.type === "resource_link") return { ...block, uri: mcpUri(appId, block.uri) };
+  if (block.type === "resource") return { ...block, resource: { ...block.resource, uri: mcpUri(appId, block.resource.uri) } };
+  return block;
+};
 
 before(async () => {
   state.direct = await startDirectTestApp();
@@ -382,7 +396,7 @@ describe("relay: the media tool keeps every block and the tool's metadata", () =
   };
 
   for (const ep of ENDPOINTS.slice(1)) {
-    test(`${ep.name}: the same blocks, byte-identical, and title/annotations/icons/outputSchema`, async () => {
+    test(`${ep.name}: the same blocks, byte-identical (on /mcp, resource URIs with the app in them), and title/annotations/icons/outputSchema`, async () => {
       const direct = await connect(state.direct.url);
       const client = await connect(ep.url());
       try {
@@ -416,8 +430,10 @@ describe("relay: the media tool keeps every block and the tool's metadata", () =
         for (const [i, block] of expected.content.entries()) {
           const other = got.content.find((b, j) => j === i && b.type === block.type);
           if (!other) continue;
-          if (Buffer.compare(decode(other), decode(block)) !== 0) problems.push(`block ${i} (${block.type}): bytes differ`);
-          same(`block ${i} (${block.type})`, other, block);
+          // /mcp names the app's resources its own way (the app in the URI); nothing else differs.
+          const wanted = ep.appId ? asOnMcp(ep.appId, block) : block;
+          if (Buffer.compare(decode(other), decode(wanted)) !== 0) problems.push(`block ${i} (${block.type}): bytes differ`);
+          same(`block ${i} (${block.type})`, other, wanted);
         }
         same("structuredContent", got.structuredContent, expected.structuredContent);
         same("result _meta['test-app/media']", got._meta?.["test-app/media"], expected._meta["test-app/media"]);
