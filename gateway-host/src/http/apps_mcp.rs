@@ -97,9 +97,8 @@ pub struct AppsMcp {
     shutdown: CancellationToken,
 }
 
-/// The `/apps/mcp/{appId}` service.
+/// The `/apps/mcp/{appId}` service, over the module the tool registry follows.
 pub fn service(
-    module: Arc<ModuleHost>,
     tools: Arc<ToolRegistry>,
     compatibility: Compatibility,
     max_request_bytes: usize,
@@ -108,6 +107,7 @@ pub fn service(
     metrics: Arc<Metrics>,
     holds: Arc<ResourceHolds>,
 ) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough) {
+    let module = tools.module().clone();
     let parked = Arc::new(Parked::default());
     let sessions = Arc::new(KnownSessions::default());
     let pass_through = PassThrough {

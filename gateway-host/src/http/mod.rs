@@ -111,7 +111,6 @@ impl GatewayState {
         let shutdown = CancellationToken::new();
         let resource_holds = resource_holds::ResourceHolds::new(module.clone());
         let (apps_mcp, pass_through) = apps_mcp::service(
-            module.clone(),
             tools.clone(),
             gateway_mcp::Compatibility::from_settings(&settings),
             apps_mcp::max_request_bytes(&settings),
