@@ -256,18 +256,7 @@ impl AppsMcp {
         params: Value,
     ) -> Result<crate::relay::RelayedCall<Forwarded>, ErrorData> {
         let target = target_of(&context.extensions)?;
-        let mut params = match params {
-            Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        };
-        for key in ["_meta", "inputResponses", "requestState"] {
-            params.remove(key);
-        }
-        let meta = mcp_relay::forwarded_meta(context);
-        if !meta.is_empty() {
-            params.insert("_meta".into(), Value::Object(meta));
-        }
-        let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": context.id, "method": method, "params": params });
+        let message = mcp_relay::forward_message(context, method, params);
         let extra = mcp_relay::relay_extra(context);
         let call_id = self.module.next_call_id();
         let module = self.module.clone();
@@ -295,18 +284,7 @@ impl AppsMcp {
     ) -> Result<Outcome<Value>, ErrorData> {
         let app_id = target_of(&context.extensions)?.app_id;
         Ok(match mcp_relay::drive(call, context, &self.module, &self.parked).await? {
-            Outcome::Done(forwarded) => {
-                let mut result = result_of(&app_id, method, forwarded)?;
-                // A 2026-07-28 app's cache hints mean nothing to an earlier client (rmcp drops
-                // `resultType` for it, and fills the hints in for 2026-07-28 clients).
-                if !mcp_relay::is_modern(context) {
-                    if let Some(map) = result.as_object_mut() {
-                        map.remove("ttlMs");
-                        map.remove("cacheScope");
-                    }
-                }
-                Outcome::Done(result)
-            }
+            Outcome::Done(forwarded) => Outcome::Done(result_for(context, &app_id, method, forwarded)?),
             Outcome::InputRequired(input) => Outcome::InputRequired(input),
         })
     }
@@ -355,6 +333,20 @@ pub(super) fn result_of(app_id: &str, method: &str, forwarded: Forwarded) -> Res
         return Err(app_error_of(app_id, method, error));
     }
     Ok(response.get_mut("result").map(Value::take).unwrap_or_else(|| json!({})))
+}
+
+/// The app's result as the request's client gets it: a 2026-07-28 app's cache hints mean
+/// nothing to an earlier client (rmcp drops `resultType` for it, and fills the hints in for
+/// 2026-07-28 clients).
+pub(super) fn result_for(context: &RequestContext<RoleServer>, app_id: &str, method: &str, forwarded: Forwarded) -> Result<Value, ErrorData> {
+    let mut result = result_of(app_id, method, forwarded)?;
+    if !mcp_relay::is_modern(context) {
+        if let Some(map) = result.as_object_mut() {
+            map.remove("ttlMs");
+            map.remove("cacheScope");
+        }
+    }
+    Ok(result)
 }
 
 /// What an answer of `/apps/mcp/{appId}` counts as in `gateway_proxied_requests_total` (a

@@ -36,7 +36,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::apps_mcp::{result_of, typed, Forwarded};
+use super::apps_mcp::{result_for, typed, Forwarded};
 use super::jsonrpc_gate::Gated;
 use super::known_sessions::{KnownSessions, Registration};
 use super::mcp_relay::{self, Outcome};
@@ -578,14 +578,7 @@ impl GatewayMcp {
     ) -> Result<Outcome<Value>, ErrorData> {
         Ok(match mcp_relay::drive(call, context, self.registry.module(), &self.parked_forwards).await? {
             Outcome::Done((key, forwarded)) => {
-                let mut result = result_of(&key, method, forwarded)?;
-                // A 2026-07-28 app's cache hints mean nothing to an earlier client.
-                if !mcp_relay::is_modern(context) {
-                    if let Some(map) = result.as_object_mut() {
-                        map.remove("ttlMs");
-                        map.remove("cacheScope");
-                    }
-                }
+                let mut result = result_for(context, &key, method, forwarded)?;
                 multiplex::rewrite_result_uris(&key, &mut result);
                 Outcome::Done(result)
             }
