@@ -129,6 +129,15 @@ fn session(gw: &GatewayProcess, id: &str) -> Value {
     body
 }
 
+/// Saved messages as the model reads them: without the page's parts (`ui`).
+fn models(messages: &[Value]) -> Vec<Value> {
+    let mut messages = messages.to_vec();
+    for m in &mut messages {
+        m.as_object_mut().map(|o| o.remove("ui"));
+    }
+    messages
+}
+
 fn roles(session: &Value) -> Vec<String> {
     session["messages"].as_array().unwrap_or_else(|| panic!("no messages: {session}")).iter().map(|m| m["role"].as_str().unwrap_or("?").to_string()).collect()
 }
@@ -333,7 +342,7 @@ fn a_tool_calling_turn_streams_its_frames_in_order_and_is_saved_whole() {
     let third = llm.request(2);
     let sent: Vec<Value> = third.messages();
     assert_eq!(sent.len(), 1 + 4 + 1, "system, the saved turn, the new message: {sent:#?}");
-    assert_eq!(&sent[1..5], &m[..], "the saved history, as saved");
+    assert_eq!(&sent[1..5], &models(m)[..], "the saved history, as saved (without the page's parts)");
     let saved = session(&gw, &session_id);
     assert_eq!(roles(&saved), ["user", "assistant", "tool", "assistant", "user", "assistant"]);
     assert_eq!(saved["turns"], 2);
@@ -469,7 +478,17 @@ fn an_app_question_during_a_tool_call_is_answered_through_input() {
         &json!({ "inputId": asked[0].1, "result": { "action": "accept", "content": {} } }),
     );
     assert_problem("answering an answered question", (status, body), 404, &[&asked[0].1, "input", "question"]);
-    assert_eq!(roles(&session(&gw, &session_id)), ["user", "assistant", "tool", "assistant"]);
+    let saved = session(&gw, &session_id);
+    assert_eq!(roles(&saved), ["user", "assistant", "tool", "assistant"]);
+    // A reloaded page shows the questions answered: each one and its answer, in order.
+    let inputs = saved["messages"][2]["ui"]["inputs"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<&str> = inputs.iter().map(|i| i["inputId"].as_str().unwrap_or("")).collect();
+    assert_eq!(ids, asked.iter().map(|(_, id)| id.as_str()).collect::<Vec<_>>(), "{:#}", saved["messages"][2]);
+    for input in &inputs {
+        assert_eq!(input["method"], "elicitation/create", "{input}");
+        assert_eq!(input["answer"]["result"], accept_form(&input["params"]), "the answer as posted: {input}");
+    }
+    assert_eq!(saved["messages"][2]["ui"]["name"], "grocery.guided_stock_count", "the gateway's name, as live");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -612,7 +631,7 @@ fn a_gateway_killed_mid_turn_keeps_every_completed_turn() {
     assert_eq!(frame(&frames, "result").data["text"], "three");
     let sent = llm.request(next).messages();
     assert_eq!(sent.len(), 1 + 6 + 1, "system, the two saved turns, the new message: {sent:#?}");
-    assert_eq!(&sent[1..7], &m[..]);
+    assert_eq!(&sent[1..7], &models(m)[..]);
     let saved = session(&gw, sid);
     assert_eq!(saved["turns"], 3);
     assert_eq!(saved["messages"].as_array().unwrap().len(), 8);
@@ -821,6 +840,10 @@ fn no_provider_configured_is_an_error_frame_naming_the_keys() {
     let (error, frames) = failing_turn(&gw, json!({ "message": "hello?" }));
     assert_eq!(shape(&frames), ["session", "error", "done"], "{}", describe(&frames));
     assert!(error.contains("Agent.BaseUrl") && error.contains("Agent.Model"), "the error names the keys to set: {error}");
+    // The page learns it before anyone types: no model, and how to configure one.
+    let (_, health) = gw.get_json("/apps/health");
+    assert_eq!(health["agent"]["configured"], false, "{health}");
+    assert!(health["agent"]["problem"].as_str().unwrap_or("").contains("Agent.BaseUrl"), "{health}");
     // Bad requests are still refused as such.
     assert_problem("bad JSON", post_raw(&gw, "/apps/chat", "application/json", b"{".to_vec()), 400, &["json"]);
 }
@@ -968,12 +991,79 @@ fn a_client_that_goes_away_cancels_the_model_call_and_the_tool_call() {
     });
     assert!(cancelled, "the app never saw the tool call cancelled: {seen}\n--- gateway ---\n{}", gw.logs());
 
-    // Cancelled turns saved nothing and released the session.
+    // A stopped turn keeps what the user said, marked stopped for the model and the page, and
+    // released the session.
     let started = Instant::now();
     llm.push(Reply::text(["still here"]));
     good_turn(&gw, json!({ "message": "hello again", "sessionId": sid }));
     assert!(started.elapsed() < secs(30), "the next turn waited for the cancelled ones");
-    assert_eq!(roles(&session(&gw, sid)), ["user", "assistant"], "only the completed turn is saved");
+    let saved = session(&gw, sid);
+    assert_eq!(roles(&saved), ["user", "assistant", "user", "assistant", "user", "assistant"], "{saved:#}");
+    let said: Vec<&str> = saved["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_str()).collect();
+    assert_eq!(said, ["talk slowly", "wait a minute", "hello again"]);
+    for stopped in [&saved["messages"][1], &saved["messages"][3]] {
+        assert_eq!(stopped["ui"]["stopped"], true, "{stopped}");
+        assert!(stopped["content"].as_str().unwrap().contains("Stopped"), "{stopped}");
+    }
+    assert_eq!(saved["messages"][5]["content"], "still here");
+    assert_eq!(saved["turns"], 3, "{saved:#}");
+    let fed = llm.requests().last().unwrap().messages();
+    assert!(fed.iter().all(|m| m.get("ui").is_none()), "the page's parts stay out of the model's request: {fed:#?}");
+}
+
+#[test]
+fn a_reloaded_session_has_what_the_page_showed() {
+    let llm = ScriptedLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    write_manifest(dir.path(), "tapp", &test_app_manifest("tapp", &[]));
+    let gw = start_gateway(dir.path(), chat_config(dir.path(), agent(&llm.base_url())));
+    let (_, health) = gw.get_json("/apps/health");
+    assert_eq!(health["agent"], json!({ "configured": true, "model": "scripted", "problem": null }), "{health}");
+
+    // The user opens the app before saying anything: the session starts, titled by the app.
+    let sid = "web-reload-1";
+    let (status, body) = gw.post_json(&format!("/apps/sessions/{sid}/opened"), &json!({ "appId": "tapp" }));
+    assert_eq!(status, 204, "{body}");
+    let saved = session(&gw, sid);
+    assert_eq!(saved["messages"], json!([{ "ui": { "opened": { "appId": "tapp", "resourceUri": "ui://test-app/app.html" } } }]));
+    assert_eq!((saved["turns"].as_u64(), saved["title"].as_str()), (Some(0), Some("Test tapp")), "{saved}");
+    assert_problem("an unknown app", gw.post_json(&format!("/apps/sessions/{sid}/opened"), &json!({ "appId": "nope" })), 404, &["nope"]);
+    assert_problem("no appId", gw.post_json(&format!("/apps/sessions/{sid}/opened"), &json!({})), 400, &["appId"]);
+
+    // A message the app posted: the page shows its text and the app, the model reads where it
+    // came from; a tool with a dot in its name keeps it.
+    let echo = provider_name(&gw, "tapp.echo");
+    assert_ne!(echo, "tapp.echo", "the provider-safe name differs from the gateway's");
+    llm.push(Reply::tool_call("call_echo", &echo, &json!({ "text": "hi" })));
+    llm.push(Reply::text(["Echoed."]));
+    good_turn(&gw, json!({ "sessionId": sid, "appEvents": [{ "app": "tapp", "text": "Count the milk" }] }));
+    let fed = llm.request(0).messages();
+    assert!(fed.iter().all(|m| m.get("ui").is_none() && m.get("role").is_some()), "the opened note is not the model's: {fed:#?}");
+    let user = llm.request(0).last_user_message().unwrap();
+    assert!(user["content"].as_str().unwrap().contains("[Sent from the UI of the app 'tapp'] Count the milk"), "{user}");
+    let saved = session(&gw, sid);
+    let messages = saved["messages"].as_array().unwrap();
+    assert_eq!(messages[1]["ui"], json!({ "text": "Count the milk", "appId": "tapp" }), "{saved:#}");
+    assert_eq!(messages[2]["tool_calls"][0]["function"]["name"], echo.as_str());
+    assert_eq!(messages[3]["ui"], json!({ "name": "tapp.echo" }), "{saved:#}");
+    assert_eq!((saved["turns"].as_u64(), saved["title"].as_str()), (Some(1), Some("Test tapp")));
+
+    // A typed message is shown as typed; a user's title replaces the app's.
+    llm.push(Reply::text(["Fine."]));
+    good_turn(&gw, json!({ "sessionId": sid, "message": "and now?" }));
+    assert_eq!(session(&gw, sid)["messages"][5]["ui"], json!({ "text": "and now?" }));
+    let client = gw.client();
+    let patch = |body: &str| {
+        let r = client.patch(gw.url(&format!("/apps/sessions/{sid}"))).header("content-type", "application/json").body(body.to_string()).send().unwrap();
+        (r.status().as_u16(), r.json::<Value>().unwrap_or(Value::Null))
+    };
+    let (status, renamed) = patch(r#"{"title": "  Milk count  "}"#);
+    assert_eq!((status, renamed["title"].as_str(), renamed["turns"].as_u64()), (200, Some("Milk count"), Some(2)), "{renamed}");
+    assert_eq!(session(&gw, sid)["title"], "Milk count");
+    assert_problem("an empty title", patch(r#"{"title": " "}"#), 400, &["title"]);
+    assert_problem("a two-line title", patch(r#"{"title": "a\nb"}"#), 400, &["one line"]);
+    let r = client.patch(gw.url("/apps/sessions/nobody")).header("content-type", "application/json").body(r#"{"title":"x"}"#).send().unwrap();
+    assert_eq!(r.status().as_u16(), 404);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::provider::{Provider, ProviderError, ToolCall};
-use super::store::{model_text, title_of, ForwardedInput, SessionStore, UI_KEY};
+use super::store::{model_text, title_of, ForwardedInput, SessionStore, StoreError, UI_KEY};
 use crate::metrics::{Metrics, TurnOutcome};
 use crate::relay::{error_object, random_hex, RelayEvent, Step};
 use crate::tools::{ToolRegistry, ToolResult};
@@ -178,6 +178,24 @@ impl Chat {
         &self.store
     }
 
+    /// Records in a session's history that the user opened an app's UI (a page-only message,
+    /// after any turn in progress), so a reload shows it where it was; creates the session when
+    /// it has no turn yet, titled by the app.
+    pub async fn record_opened(&self, session_id: &str, app_id: &str, resource_uri: &str, app_name: &str) -> Result<(), StoreError> {
+        let _lock = self.store.lock(session_id).await?;
+        let note = json!({ UI_KEY: { "opened": { "appId": app_id, "resourceUri": resource_uri } } });
+        self.store.append_turn(session_id, &title_of(app_name), &[note]).await
+    }
+
+    /// Whether turns can run, for the page's first view: the model's name, or why there is none
+    /// and which settings to set.
+    pub fn status(&self) -> Value {
+        match &self.provider {
+            Ok(provider) => json!({ "configured": true, "model": provider.config().model, "problem": null }),
+            Err(problem) => json!({ "configured": false, "model": null, "problem": problem }),
+        }
+    }
+
     /// Delivers a user's answer to an `input` frame of a turn in progress — on this replica, or
     /// through the shared store on the one whose turn asked.
     pub async fn answer(&self, session_id: &str, input_id: &str, answer: InputAnswer) -> Result<(), AnswerError> {
@@ -215,16 +233,19 @@ impl Chat {
         send(Frame::Session { session_id: id.clone() });
         let outcome = tokio::select! {
             outcome = self.turn(&request, &send, &cancel) => outcome,
-            _ = cancel.cancelled() => return,
+            _ = cancel.cancelled() => {
+                // Stopped (the Stop button, or the page went away): what the user said stays,
+                // followed by a note the model and the page both read as "stopped here".
+                let stopped = [user_message(&request), json!({ "role": "assistant", "content": STOPPED, UI_KEY: { "stopped": true } })];
+                if let Err(e) = self.store.append_turn(&id, &turn_title(&request), &stopped).await {
+                    tracing::warn!(session = %id, "a stopped turn could not be saved: {e}");
+                }
+                return;
+            }
         };
         let ended = match outcome {
             Ok(messages) => {
-                // What the user said: typed, else posted from an app, else the app tool they ran.
-                let said = request.message.as_deref().filter(|m| !m.trim().is_empty());
-                let posted = || request.app_events.iter().find_map(|e| e.text.as_deref());
-                let ran = || request.app_events.iter().find_map(|e| e.tool.as_deref());
-                let title = title_of(said.or_else(posted).or_else(ran).unwrap_or(""));
-                match self.store.append_turn(&id, &title, &messages).await {
+                match self.store.append_turn(&id, &turn_title(&request), &messages).await {
                     Ok(_) => TurnOutcome::Ok,
                     Err(e) => {
                         send(Frame::Error { message: format!("the turn could not be saved: {e}") });
@@ -259,7 +280,7 @@ impl Chat {
                 stored.json().len()
             );
         }
-        let user = json!({ "role": "user", "content": user_content(request) });
+        let user = user_message(request);
         let mut new_texts = vec![model_text(&user)];
         let mut new_messages = vec![user];
         let names = self.registry.provider_names();
@@ -290,13 +311,12 @@ impl Chat {
                 return Ok(new_messages);
             }
             for call in &completion.tool_calls {
-                let (result_text, frame) = self.run_tool(call, &names, &request.session_id, send, cancel).await;
+                let mut asked = Vec::new();
+                let (result_text, frame) = self.run_tool(call, &names, &request.session_id, send, cancel, &mut asked).await;
                 let mut message = json!({ "role": "tool", "tool_call_id": call.id, "content": result_text });
                 // The model's copy is taken before a page's part is added.
                 new_texts.push(model_text(&message));
-                if let Some(ui) = ui_of(&frame) {
-                    message[UI_KEY] = ui;
-                }
+                message[UI_KEY] = ui_of(&frame, asked);
                 send(frame);
                 new_messages.push(message);
             }
@@ -319,6 +339,7 @@ impl Chat {
         session_id: &str,
         send: &impl Fn(Frame),
         cancel: &CancellationToken,
+        asked: &mut Vec<Value>,
     ) -> (String, Frame) {
         let name = names.to_registry(&call.name).map(str::to_string);
         let input: Value = serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }).unwrap_or(Value::Null);
@@ -326,7 +347,7 @@ impl Chat {
         let result = match name.as_deref() {
             None => ToolResult::error(format!("the model asked for a tool that does not exist: '{}'", call.name)),
             Some(_) if !input.is_object() => ToolResult::error(format!("the arguments of '{}' are not a JSON object: {}", call.name, call.arguments)),
-            Some(name) => self.call_relayed(name, &input, session_id, send, cancel).await,
+            Some(name) => self.call_relayed(name, &input, session_id, send, cancel, asked).await,
         };
         let text = flatten(&result);
         let ui = result.ui_resource_uri.is_some();
@@ -349,8 +370,17 @@ impl Chat {
         (text, frame)
     }
 
-    /// A tool call whose app may ask the user something meanwhile (an `input` frame).
-    async fn call_relayed(&self, name: &str, input: &Value, session_id: &str, send: &impl Fn(Frame), cancel: &CancellationToken) -> ToolResult {
+    /// A tool call whose app may ask the user something meanwhile (an `input` frame); each
+    /// question and its answer go to `asked`, for the page to show answered after a reload.
+    async fn call_relayed(
+        &self,
+        name: &str,
+        input: &Value,
+        session_id: &str,
+        send: &impl Fn(Frame),
+        cancel: &CancellationToken,
+        asked: &mut Vec<Value>,
+    ) -> ToolResult {
         let module = self.registry.module().clone();
         let call_id = module.next_call_id();
         // The chat session is the app session (R32): the same `sessionId` the browser sends.
@@ -376,7 +406,7 @@ impl Chat {
                     if let Err(e) = self.store.expect_input(session_id, &input_id).await {
                         tracing::warn!("the answer to {input_id} can reach only this replica: {e}");
                     }
-                    send(Frame::Input { input_id: input_id.clone(), method: method.clone(), params });
+                    send(Frame::Input { input_id: input_id.clone(), method: method.clone(), params: params.clone() });
                     let answer = tokio::select! {
                         answer = rx => answer.unwrap_or_else(|_| Err(error_object(jsonrpc::INTERNAL_ERROR, "the question was withdrawn"))),
                         _ = cancel.cancelled() => Err(error_object(jsonrpc::INTERNAL_ERROR, "the turn was cancelled")),
@@ -386,6 +416,11 @@ impl Chat {
                     if let Err(e) = self.store.forget_input(session_id, &input_id).await {
                         tracing::debug!("forgetting {input_id}: {e}");
                     }
+                    let answered = match &answer {
+                        Ok(result) => json!({ "result": result }),
+                        Err(error) => json!({ "error": error }),
+                    };
+                    asked.push(json!({ "inputId": input_id, "method": method, "params": params, "answer": answered }));
                     module.respond(call_id, &key, answer).await;
                 }
             }
@@ -393,14 +428,54 @@ impl Chat {
     }
 }
 
-/// The UI part of a `tool_result` frame, as stored with the tool message ([`UI_KEY`]).
-fn ui_of(frame: &Frame) -> Option<Value> {
-    match frame {
-        Frame::ToolResult { name, app_id, tool_name, resource_uri: Some(uri), input, result, .. } => Some(json!({
-            "name": name, "appId": app_id, "toolName": tool_name, "resourceUri": uri, "input": input, "result": result,
-        })),
-        _ => None,
+/// The page's part of a stored tool message ([`UI_KEY`]): the tool's gateway name (the model's
+/// copy has only the provider-safe one), what the app asked the user, and for a tool with a UI
+/// what rendering its app takes.
+fn ui_of(frame: &Frame, asked: Vec<Value>) -> Value {
+    let mut ui = serde_json::Map::new();
+    if let Frame::ToolResult { name, app_id, tool_name, resource_uri, input, result, .. } = frame {
+        ui.insert("name".into(), json!(name));
+        if let Some(uri) = resource_uri {
+            ui.extend([
+                ("appId".into(), json!(app_id)),
+                ("toolName".into(), json!(tool_name)),
+                ("resourceUri".into(), json!(uri)),
+                ("input".into(), json!(input)),
+                ("result".into(), json!(result)),
+            ]);
+        }
     }
+    if !asked.is_empty() {
+        ui.insert("inputs".into(), Value::Array(asked));
+    }
+    Value::Object(ui)
+}
+
+/// What a stopped turn's answer says, to the model and in the page.
+pub const STOPPED: &str = "[Stopped by the user before an answer was complete.]";
+
+/// The turn's `user` message: its content as the model reads it ([`user_content`]), and what
+/// the user saw as the page's part ([`UI_KEY`]) — what they typed, or the text an app posted
+/// with the app's id (the model's content wraps it in a note saying where it came from).
+fn user_message(request: &TurnRequest) -> Value {
+    let mut message = json!({ "role": "user", "content": user_content(request) });
+    let typed = request.message.as_deref().filter(|m| !m.trim().is_empty());
+    let posted = request.app_events.iter().find(|e| e.text.is_some());
+    match (typed, posted) {
+        (Some(text), _) => message[UI_KEY] = json!({ "text": text }),
+        (None, Some(event)) => message[UI_KEY] = json!({ "text": event.text, "appId": event.app }),
+        (None, None) => {}
+    }
+    message
+}
+
+/// A session's title from its first turn: what the user typed, else what an app posted, else
+/// the app tool they ran.
+fn turn_title(request: &TurnRequest) -> String {
+    let said = request.message.as_deref().filter(|m| !m.trim().is_empty());
+    let posted = || request.app_events.iter().find_map(|e| e.text.as_deref());
+    let ran = || request.app_events.iter().find_map(|e| e.tool.as_deref());
+    title_of(said.or_else(posted).or_else(ran).unwrap_or(""))
 }
 
 /// The user's message, with what they did in app UIs before it.

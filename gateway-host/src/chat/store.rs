@@ -80,11 +80,15 @@ pub trait SessionStore: Send + Sync {
     }
 
     /// Appends one turn's messages to the session (created on its first turn) atomically, and
-    /// sets its title from `title` when it has none yet.
+    /// sets its title from `title` when it has none yet. A page-only note ([`is_page_only`])
+    /// appended this way is not counted as a turn.
     fn append_turn<'a>(&'a self, id: &'a str, title: &'a str, messages: &'a [Value]) -> BoxFuture<'a, Result<(), StoreError>>;
 
     /// Every session, most recently updated first.
     fn list(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>, StoreError>>;
+
+    /// Gives a session the title a user chose; `None` when there is no such session.
+    fn rename<'a>(&'a self, id: &'a str, title: &'a str) -> BoxFuture<'a, Result<Option<SessionSummary>, StoreError>>;
 
     /// Removes a session; `false` when there was none.
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
@@ -151,8 +155,18 @@ pub struct ForwardedInput {
 /// session's history is reloaded (`GET /apps/sessions/{id}`); never sent to the model.
 pub const UI_KEY: &str = "ui";
 
-/// A stored message as the model gets it, as JSON text: without what only pages read ([`UI_KEY`]).
+/// Whether a stored message is for pages alone — a message with no `role`, only its [`UI_KEY`]
+/// part (an app the user opened, in the order it happened): the model never reads it.
+pub fn is_page_only(message: &Value) -> bool {
+    message.get("role").is_none()
+}
+
+/// A stored message as the model gets it, as JSON text: without what only pages read
+/// ([`UI_KEY`]); empty for a page-only message ([`is_page_only`]), which the history skips.
 pub fn model_text(message: &Value) -> String {
+    if is_page_only(message) {
+        return String::new();
+    }
     match message.get(UI_KEY) {
         Some(_) => {
             let mut message = message.clone();
@@ -187,7 +201,11 @@ impl ModelHistory {
     }
 
     /// Appends one message's model text ([`model_text`]); `starts_turn` as [`starts_turn`] says.
+    /// An empty text (a page-only message) adds nothing.
     pub fn push_text(&mut self, text: &str, starts_turn: bool) {
+        if text.is_empty() {
+            return;
+        }
         // In place when nobody else holds this history (the usual case), else copied once.
         let inner = Arc::make_mut(&mut self.text);
         if !inner.json.is_empty() {
@@ -300,6 +318,17 @@ mod tests {
         // Not even the last turn fits: nothing.
         assert_eq!(history.recent(Some(last.len() - 1)), "");
         assert_eq!(ModelHistory::default().recent(Some(10)), "");
+    }
+
+    #[test]
+    fn a_page_only_message_is_not_the_models() {
+        let mut messages = two_turns();
+        messages.insert(4, json!({ UI_KEY: { "opened": { "appId": "grocery", "resourceUri": "ui://grocery/a.html" } } }));
+        assert!(is_page_only(&messages[4]) && !is_page_only(&messages[0]));
+        assert_eq!(model_text(&messages[4]), "");
+        let history = ModelHistory::of(&messages);
+        assert_eq!(history.json(), ModelHistory::of(&two_turns()).json());
+        assert_eq!(history.len(), 6);
     }
 
     #[test]

@@ -43,7 +43,7 @@ use super::store_sqlite::{LocalGuard, LocalLocks};
 pub const DEFAULT_KEY_PREFIX: &str = "gateway:chat:";
 
 /// Appends one turn. KEYS: session hash, message list, session index. ARGV: id, now (ms),
-/// title, then the messages' JSON.
+/// title, the turns the messages add (0 for a page-only note, else 1), then the messages' JSON.
 const APPEND_TURN: &str = r#"
 local now = ARGV[2]
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -53,10 +53,17 @@ local prev = redis.call('HGET', KEYS[1], 'updatedAt')
 if prev and tonumber(prev) and tonumber(prev) > tonumber(now) then now = prev end
 local title = redis.call('HGET', KEYS[1], 'title')
 if (not title) or title == '' then redis.call('HSET', KEYS[1], 'title', ARGV[3]) end
-for i = 4, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+for i = 5, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('HSET', KEYS[1], 'updatedAt', now)
-redis.call('HINCRBY', KEYS[1], 'turns', 1)
+redis.call('HINCRBY', KEYS[1], 'turns', ARGV[4])
 redis.call('ZADD', KEYS[3], now, ARGV[1])
+return 1
+"#;
+
+/// Renames a session that exists. KEYS: session hash; ARGV: title.
+const RENAME: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'title', ARGV[1])
 return 1
 "#;
 
@@ -91,6 +98,7 @@ pub struct RedisStore {
     prefix: String,
     locks: LocalLocks,
     append_turn: Script,
+    rename: Script,
     renew: Script,
     release: Script,
 }
@@ -109,6 +117,7 @@ impl RedisStore {
             prefix: DEFAULT_KEY_PREFIX.to_string(),
             locks: LocalLocks::default(),
             append_turn: Script::new(APPEND_TURN),
+            rename: Script::new(RENAME),
             renew: Script::new(RENEW),
             release: Script::new(RELEASE),
         })
@@ -248,7 +257,8 @@ impl SessionStore for RedisStore {
             let mut conn = self.conn().await?;
             let mut call = self.append_turn.prepare_invoke();
             call.key(self.session_key(id)).key(self.messages_key(id)).key(self.index_key());
-            call.arg(id).arg(now_ms()).arg(title);
+            let turns = i32::from(messages.iter().any(|m| !super::store::is_page_only(m)));
+            call.arg(id).arg(now_ms()).arg(title).arg(turns);
             for m in messages {
                 call.arg(m.to_string());
             }
@@ -275,6 +285,21 @@ impl SessionStore for RedisStore {
             // The SQLite store's order: most recent first, then by id.
             list.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
             Ok(list)
+        }
+        .boxed()
+    }
+
+    fn rename<'a>(&'a self, id: &'a str, title: &'a str) -> BoxFuture<'a, Result<Option<SessionSummary>, StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            let mut call = self.rename.prepare_invoke();
+            call.key(self.session_key(id)).arg(title);
+            if call.invoke_async::<i64>(&mut conn).await.map_err(redis_err)? == 0 {
+                return Ok(None);
+            }
+            let hash: HashMap<String, String> =
+                redis::cmd("HGETALL").arg(self.session_key(id)).query_async(&mut conn).await.map_err(redis_err)?;
+            Ok(summary_of(id, &hash))
         }
         .boxed()
     }

@@ -25,7 +25,7 @@ use futures::FutureExt;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 
-use super::store::{model_text, now_ms, starts_turn, ModelHistory, Session, SessionStore, SessionSummary, StoreError, TurnLock, UI_KEY};
+use super::store::{is_page_only, model_text, now_ms, starts_turn, ModelHistory, Session, SessionStore, SessionSummary, StoreError, TurnLock, UI_KEY};
 
 /// The schema version kept in `PRAGMA user_version`.
 const SCHEMA_VERSION: i64 = 1;
@@ -263,6 +263,7 @@ impl SessionStore for SqliteStore {
         let model_texts: Vec<Option<String>> =
             messages.iter().map(|m| m.get(UI_KEY).is_some().then(|| model_text(m))).collect();
         let turn_starts: Vec<bool> = messages.iter().map(starts_turn).collect();
+        let turns = i64::from(messages.iter().any(|m| !is_page_only(m)));
         self.with_conn(move |conn, cache| {
             let now = now_ms();
             // IMMEDIATE: take the write lock up front, so the turn commits whole or waits.
@@ -288,10 +289,10 @@ impl SessionStore for SqliteStore {
                 "UPDATE sessions SET
                      title = CASE WHEN title = '' THEN ?2 ELSE title END,
                      updated_at = MAX(updated_at, ?3),
-                     turns = turns + 1
+                     turns = turns + ?4
                  WHERE id = ?1",
             )
-            .and_then(|mut s| s.execute(params![id, title, now]))
+            .and_then(|mut s| s.execute(params![id, title, now, turns]))
             .map_err(db_err)?;
             tx.commit().map_err(db_err)?;
             let model_texts = texts.iter().zip(&model_texts).map(|(t, m)| m.as_deref().unwrap_or(t));
@@ -310,6 +311,19 @@ impl SessionStore for SqliteStore {
                 .map_err(db_err)?;
             let rows = stmt.query_map([], |r| summary_row(r.get(0)?, r, 1)).map_err(db_err)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(db_err)
+        })
+        .boxed()
+    }
+
+    fn rename<'a>(&'a self, id: &'a str, title: &'a str) -> BoxFuture<'a, Result<Option<SessionSummary>, StoreError>> {
+        let (id, title) = (id.to_string(), title.to_string());
+        self.with_conn(move |conn, _| {
+            conn.prepare_cached("UPDATE sessions SET title = ?2 WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id, title]))
+                .map_err(db_err)?;
+            conn.prepare_cached("SELECT title, created_at, updated_at, turns FROM sessions WHERE id = ?1")
+                .and_then(|mut s| s.query_row(params![id], |r| summary_row(id.clone(), r, 0)).optional())
+                .map_err(db_err)
         })
         .boxed()
     }
@@ -431,6 +445,20 @@ pub(crate) mod tests {
         let sa = list.iter().find(|s| s.id == a).unwrap();
         assert_eq!((sa.turns, sa.title.as_str()), (3, "How much milk is left?"));
         assert_eq!(store.load(a).await.unwrap().unwrap().messages.len(), 7);
+
+        // A page-only note (an app the user opened) is kept in order, is no turn, and is not
+        // the model's; a user's title replaces the first message's.
+        let note = json!({"ui": {"opened": {"appId": "grocery", "resourceUri": "ui://grocery/a.html"}}});
+        let before = store.model_history(a).await.unwrap();
+        store.append_turn(a, "", std::slice::from_ref(&note)).await.unwrap();
+        let s = store.load(a).await.unwrap().unwrap();
+        assert_eq!((s.summary.turns, s.messages.last()), (3, Some(&note)));
+        assert_eq!(store.model_history(a).await.unwrap(), before);
+        let renamed = store.rename(a, "Milk").await.unwrap().expect("renamed");
+        assert_eq!((renamed.title.as_str(), renamed.turns), ("Milk", 3));
+        assert_eq!(store.load(a).await.unwrap().unwrap().summary.title, "Milk");
+        assert_eq!(store.rename("no-such-session", "x").await.unwrap(), None);
+        assert!(store.load("no-such-session").await.unwrap().is_none(), "renaming creates nothing");
 
         assert!(store.delete(a).await.unwrap());
         assert!(!store.delete(a).await.unwrap(), "deleting twice");

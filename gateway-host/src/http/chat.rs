@@ -156,6 +156,55 @@ pub async fn get(State(state): State<Arc<GatewayState>>, Path(id): Path<String>)
     }
 }
 
+/// `PATCH /apps/sessions/{id}` `{title}`: the title the user chose (one line, at most 200
+/// characters) → the session's summary.
+pub async fn rename(State(state): State<Arc<GatewayState>>, Path(id): Path<String>, body: Body) -> Response {
+    let body = match read_body(connections::read_body(body, MAX_JSON_BODY_BYTES).await) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    let title = match body["title"].as_str().map(str::trim) {
+        Some(t) if !t.is_empty() && t.chars().count() <= 200 && !t.contains(['\n', '\r']) => t.to_string(),
+        _ => return json_error(StatusCode::BAD_REQUEST, "bad_title", "title must be a string of 1–200 characters on one line"),
+    };
+    match state.chat.store().rename(&id, &title).await {
+        Ok(Some(summary)) => Json(summary).into_response(),
+        Ok(None) => json_error(StatusCode::NOT_FOUND, "no_such_session", format!("there is no session '{id}'")),
+        Err(e) => json_error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
+    }
+}
+
+/// `POST /apps/sessions/{id}/opened` `{appId}`: the user opened that app's UI in the session;
+/// recorded in its history so a reload shows the app where it was (204).
+pub async fn opened(State(state): State<Arc<GatewayState>>, Path(id): Path<String>, body: Body) -> Response {
+    let body = match read_body(connections::read_body(body, MAX_JSON_BODY_BYTES).await) {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    if !valid_session_id(&id) {
+        return json_error(StatusCode::BAD_REQUEST, "bad_session_id", "the session id must be 1–128 letters, digits, '-', '_' or '.'");
+    }
+    let Some(app_id) = body["appId"].as_str() else {
+        return json_error(StatusCode::BAD_REQUEST, "bad_app_id", "appId (a string) is required");
+    };
+    let apps = match state.module.list_apps().await {
+        Ok(apps) => apps,
+        Err(e) => return json_error(StatusCode::SERVICE_UNAVAILABLE, "module_unavailable", e.message.as_str().to_string()),
+    };
+    let app = apps.iter().find(|a| a.id.as_str() == app_id && crate::module_host::is_mcp_app(a));
+    let Some(app) = app else {
+        return json_error(StatusCode::NOT_FOUND, "no_such_app", format!("there is no MCP App '{app_id}'"));
+    };
+    if !app.has_ui || app.ui_resource_uri.is_empty() {
+        return json_error(StatusCode::BAD_REQUEST, "no_ui", format!("the app '{app_id}' has no UI to open"));
+    }
+    let name = if app.name.is_empty() { app.id.as_str() } else { app.name.as_str() };
+    match state.chat.record_opened(&id, app_id, app.ui_resource_uri.as_str(), name).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => json_error(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", e.to_string()),
+    }
+}
+
 /// `DELETE /apps/sessions/{id}`.
 pub async fn delete(State(state): State<Arc<GatewayState>>, Path(id): Path<String>) -> Response {
     match state.chat.store().delete(&id).await {

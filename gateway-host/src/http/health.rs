@@ -47,6 +47,7 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
         "version": crate::gateway_config::GATEWAY_VERSION,
         "mcp": listing.featured_mcp,
         "sandbox": state.sandbox.origin(&headers),
+        "agent": state.chat.status(),
         "apps": listing.apps,
     }))
     .into_response()

@@ -163,7 +163,8 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/chat", post(chat::post))
         .route("/apps/chat/{session_id}/input", post(chat::input))
         .route("/apps/sessions", get(chat::list))
-        .route("/apps/sessions/{id}", get(chat::get).delete(chat::delete))
+        .route("/apps/sessions/{id}", get(chat::get).patch(chat::rename).delete(chat::delete))
+        .route("/apps/sessions/{id}/opened", post(chat::opened))
         .route("/apps/mcp/{app_id}", any(apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
         .nest_service("/mcp", {
             // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
