@@ -58,6 +58,8 @@ export async function startScriptedLlm() {
     push: (...replies) => queue.push(...replies),
     requests,
     pending: () => queue.length,
+    /** Drops every reply not taken yet (e.g. after a turn that was stopped). */
+    clear: () => queue.splice(0, queue.length),
     close: () => new Promise((resolve) => server.close(resolve)),
   };
 }
