@@ -317,7 +317,8 @@ describe("the host page", { timeout: 240_000 }, () => {
   it("is usable by keyboard, at phone width, in dark mode", async () => {
     const page = await newPage(browser, { viewport: { width: 390, height: 844 }, colorScheme: "dark" });
     await page.goto(gateway.url("/apps/"));
-    await page.locator('.app[data-app-id="grocery-inventory"][data-state="running"]').waitFor();
+    // At phone width the apps list is in the drawer (#drawer-toggle), folded away.
+    await page.locator('.app[data-app-id="grocery-inventory"][data-state="running"]').waitFor({ state: "attached" });
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= 390, `no horizontal scrolling at phone width (${width}px)`);
     const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);

@@ -6,8 +6,12 @@
 import { ApiError, chatFrames, getJson, newSessionId, resultText, sendJson } from "./api.js";
 import { AppView, closeClients } from "./app_view.js";
 import { inputForm } from "./input_form.js";
+import { renderMarkdown } from "./markdown.js";
 
 const MAX_PENDING_EVENTS = 20;
+const PREVIEW_CHARS = 90;
+/** What a stopped turn shows, live and after a reload. */
+const STOPPED_NOTE = "Stopped.";
 
 function element(tag, className, text) {
   const e = document.createElement(tag);
@@ -22,6 +26,48 @@ function pretty(value) {
   } catch {
     return String(value);
   }
+}
+
+function prettyJson(text) {
+  const trimmed = text.trim();
+  if (!/^[[{]/.test(trimmed)) return null;
+  try {
+    return JSON.stringify(JSON.parse(trimmed), null, 2);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A tool's text as shown: pretty-printed when it is JSON; when it is a sentence and then JSON
+ * on lines of its own (a tool's text block, then its structured content), the JSON part is.
+ */
+function prettyText(text) {
+  const all = String(text ?? "");
+  const whole = prettyJson(all);
+  if (whole !== null) return whole;
+  const start = all.search(/\n[[{]/);
+  if (start >= 0) {
+    const tail = prettyJson(all.slice(start + 1));
+    if (tail !== null) return `${all.slice(0, start)}\n${tail}`;
+  }
+  return all;
+}
+
+/** One line of a result, for a folded tool card. */
+function preview(text) {
+  const line = String(text ?? "").replace(/\s+/g, " ").trim();
+  return line.length > PREVIEW_CHARS ? `${line.slice(0, PREVIEW_CHARS - 1)}…` : line;
+}
+
+/** A folded section of a tool card: its input or its result. */
+function section(label, className, text, open) {
+  const details = element("details", "tool-section");
+  details.open = open;
+  const pre = element("pre", className, text);
+  pre.tabIndex = 0;
+  details.append(element("summary", undefined, label), pre);
+  return details;
 }
 
 export class Conversation {
@@ -72,7 +118,8 @@ export class Conversation {
     await Promise.all(views.map((v) => v.close()));
     if (this.sessionId) closeClients(this.sessionId);
     this.pendingEvents = [];
-    this.log.replaceChildren();
+    // The empty-state panel stays (the page shows it while the log has nothing else).
+    this.log.replaceChildren(...this.log.querySelectorAll(":scope > .empty-state"));
   }
 
   note(text, kind = "info") {
@@ -98,13 +145,20 @@ export class Conversation {
     this.scroll();
   }
 
+  /** An assistant message; its text (Markdown) is set with `setAssistantText`. */
   assistantBubble(text = "") {
     const bubble = element("div", "message assistant");
-    const p = element("p", "text", text);
-    bubble.append(p);
+    const body = element("div", "text");
+    bubble.append(body);
+    if (text) renderMarkdown(body, text);
     this.log.append(bubble);
     this.scroll();
-    return p;
+    return body;
+  }
+
+  setAssistantText(body, text) {
+    renderMarkdown(body, text);
+    this.scroll();
   }
 
   toolCard(id, name, input) {
@@ -113,8 +167,12 @@ export class Conversation {
     card.dataset.tool = name;
     card.dataset.state = "running";
     const summary = element("summary");
-    summary.append(element("span", "tool-name", name), element("span", "tool-state", "running…"));
-    card.append(summary, element("pre", "tool-input", pretty(input ?? {})));
+    summary.append(
+      element("span", "tool-name", name),
+      element("span", "tool-state", "running…"),
+      element("span", "tool-preview", ""),
+    );
+    card.append(summary, section("Input", "tool-input", pretty(input ?? {}), false));
     this.log.append(card);
     this.scroll();
     return card;
@@ -123,7 +181,22 @@ export class Conversation {
   finishToolCard(card, text, isError) {
     card.dataset.state = isError ? "error" : "done";
     card.querySelector(".tool-state").textContent = isError ? "failed" : "done";
-    card.append(element("pre", "tool-output", text));
+    card.querySelector(".tool-preview").textContent = preview(text);
+    card.append(section("Result", "tool-output", prettyText(text), true));
+  }
+
+  /** An app's question during a tool call: a form, answered live or (from history) already. */
+  inputRequest(request, appName, answered) {
+    const sessionId = this.sessionId;
+    const form = inputForm(
+      request,
+      appName,
+      (answer) => sendJson("POST", `/apps/chat/${encodeURIComponent(sessionId)}/input`, { inputId: request.inputId, ...answer }),
+      answered,
+    );
+    this.log.append(form);
+    this.scroll();
+    return form;
   }
 
   /** Renders an app inline; `ui` is `{appId, toolName, resourceUri, input, result}`. */
@@ -165,18 +238,51 @@ export class Conversation {
     return view;
   }
 
-  /** The user opened an app from the list: its UI, fed by its own UI tool. */
+  appName(appId) {
+    return this.app(appId)?.name || appId;
+  }
+
+  /** The user opened an app from the list: its UI, fed by its own UI tool; the session keeps it. */
   openApp(app) {
     if (!this.sessionId) return;
-    this.note(`Opened ${app.name}.`);
-    this.mountApp({ appId: app.id, resourceUri: app.uiResourceUri }, { launch: true });
+    const sessionId = this.sessionId;
+    this.showOpened(app.id, app.uiResourceUri);
+    sendJson("POST", `/apps/sessions/${encodeURIComponent(sessionId)}/opened`, { appId: app.id })
+      .then(() => {
+        if (this.sessionId === sessionId) this.onSession(sessionId);
+      })
+      .catch((error) => {
+        if (this.sessionId === sessionId) this.note(`This chat could not record that ${this.appName(app.id)} was opened: ${error.message}`, "error");
+      });
+  }
+
+  showOpened(appId, resourceUri) {
+    this.note(`Opened ${this.appName(appId)}.`);
+    this.mountApp({ appId, resourceUri }, { launch: true });
+  }
+
+  /** Stops the running turn (the gateway cancels it when its request goes away). */
+  stop() {
+    if (!this.abort) return;
+    this.abort.stopped = true;
+    this.abort.abort();
   }
 
   renderHistory(messages) {
     const cards = new Map();
     for (const m of messages) {
-      if (m.role === "user") {
-        this.userBubble(typeof m.content === "string" ? m.content : pretty(m.content));
+      const ui = m.ui ?? {};
+      if (!m.role && ui.opened?.appId) {
+        const app = this.app(ui.opened.appId);
+        this.showOpened(ui.opened.appId, ui.opened.resourceUri ?? app?.uiResourceUri);
+      } else if (m.role === "user") {
+        if (typeof ui.text === "string") {
+          this.userBubble(ui.text, ui.appId ? ui.appName || this.appName(ui.appId) : undefined);
+        } else {
+          this.userBubble(typeof m.content === "string" ? m.content : pretty(m.content));
+        }
+      } else if (m.role === "assistant" && ui.stopped) {
+        this.note(STOPPED_NOTE);
       } else if (m.role === "assistant") {
         if (m.content) this.assistantBubble(m.content);
         for (const call of m.tool_calls ?? []) {
@@ -191,11 +297,14 @@ export class Conversation {
       } else if (m.role === "tool") {
         const card = cards.get(m.tool_call_id);
         const text = typeof m.content === "string" ? m.content : pretty(m.content);
+        const name = ui.name ?? card?.dataset.tool ?? "tool";
         if (card) {
-          card.querySelector(".tool-name").textContent = m.ui?.name ?? card.dataset.tool;
-          this.finishToolCard(card, text, text.startsWith("Error:"));
+          card.dataset.tool = name;
+          card.querySelector(".tool-name").textContent = name;
         }
-        if (m.ui?.resourceUri && m.ui?.appId) this.mountApp(m.ui);
+        for (const input of ui.inputs ?? []) this.inputRequest(input, name, input.answer ?? {});
+        if (card) this.finishToolCard(card, text, text.startsWith("Error:"));
+        if (ui.resourceUri && ui.appId) this.mountApp(ui);
       }
     }
   }
@@ -222,65 +331,87 @@ export class Conversation {
     const abort = new AbortController();
     this.abort = abort;
     const cards = new Map();
-    let text = null;
-    let streamed = "";
+    const turnNodes = new Set();
+    const state = { cards, streamText: null, streamed: "" };
     try {
       for await (const frame of chatFrames(body, abort.signal)) {
-        switch (frame.type) {
-          case "session":
-            break;
-          case "text":
-            text ??= this.assistantBubble();
-            streamed += frame.delta;
-            text.textContent = streamed;
-            this.scroll();
-            break;
-          case "tool":
-            text = null;
-            streamed = "";
-            cards.set(frame.id, this.toolCard(frame.id, frame.name, frame.input));
-            break;
-          case "tool_result": {
-            const card = cards.get(frame.id) ?? this.toolCard(frame.id, frame.name, frame.input);
-            this.finishToolCard(card, frame.text, frame.isError);
-            if (frame.resourceUri && frame.appId) {
-              this.mountApp({
-                appId: frame.appId,
-                toolName: frame.toolName,
-                resourceUri: frame.resourceUri,
-                input: frame.input,
-                result: frame.result,
-              });
-            }
-            break;
-          }
-          case "input": {
-            const app = [...cards.values()].at(-1)?.dataset.tool ?? "An app";
-            this.log.append(
-              inputForm(frame, app, (answer) =>
-                sendJson("POST", `/apps/chat/${encodeURIComponent(body.sessionId)}/input`, { inputId: frame.inputId, ...answer }),
-              ),
-            );
-            this.scroll();
-            break;
-          }
-          case "error":
-            this.note(frame.message, "error");
-            break;
-          case "result":
-            if (!streamed && frame.text) this.assistantBubble(frame.text);
-            break;
-          case "done":
-            break;
+        const last = this.log.lastElementChild;
+        this.handleFrame(frame, state);
+        // What this frame added (appended synchronously), for a Stop to take back.
+        for (let node = last ? last.nextElementSibling : this.log.firstElementChild; node; node = node.nextElementSibling) {
+          if (!node.classList.contains("empty-state")) turnNodes.add(node);
         }
       }
     } catch (error) {
-      if (error.name !== "AbortError") this.note(`The turn failed: ${error.message}`, "error");
+      if (abort.stopped && this.sessionId === body.sessionId) {
+        this.takeBack(turnNodes);
+        this.note(STOPPED_NOTE);
+      } else if (!abort.signal.aborted && error.name !== "AbortError") {
+        this.note(`The turn failed: ${error.message}`, "error");
+      }
     } finally {
       if (this.abort === abort) this.abort = null;
       this.busyCount -= 1;
       this.onBusy(this.busyCount > 0);
       if (this.sessionId === body.sessionId) this.onSession(body.sessionId);
+    }
+  }
+
+  /**
+   * A stopped turn is not kept (the gateway saves the user's message and that it was stopped,
+   * nothing of the answer), so what it showed goes too: the chat reads as it will after a reload.
+   */
+  takeBack(nodes) {
+    for (const node of nodes) {
+      const view = [...this.views].find((v) => v.element === node);
+      if (view) view.close();
+      else node.remove();
+    }
+  }
+
+  /** One frame of a turn; `state` is the turn's: its tool cards, the text streaming now. */
+  handleFrame(frame, state) {
+    const { cards } = state;
+    switch (frame.type) {
+      case "session":
+        break;
+      case "text":
+        state.streamText ??= this.assistantBubble();
+        state.streamed += frame.delta;
+        this.setAssistantText(state.streamText, state.streamed);
+        break;
+      case "tool":
+        state.streamText = null;
+        state.streamed = "";
+        cards.set(frame.id, this.toolCard(frame.id, frame.name, frame.input));
+        break;
+      case "tool_result": {
+        const card = cards.get(frame.id) ?? this.toolCard(frame.id, frame.name, frame.input);
+        this.finishToolCard(card, frame.text, frame.isError);
+        if (frame.resourceUri && frame.appId) {
+          this.mountApp({
+            appId: frame.appId,
+            toolName: frame.toolName,
+            resourceUri: frame.resourceUri,
+            input: frame.input,
+            result: frame.result,
+          });
+        }
+        break;
+      }
+      case "input": {
+        const app = [...cards.values()].at(-1)?.dataset.tool ?? "An app";
+        this.inputRequest(frame, app);
+        break;
+      }
+      case "error":
+        this.note(frame.message, "error");
+        break;
+      case "result":
+        if (!state.streamed && frame.text) this.assistantBubble(frame.text);
+        break;
+      case "done":
+        break;
     }
   }
 }

@@ -10,7 +10,8 @@ function field(name, schema, required) {
   const id = `input-${crypto.randomUUID()}`;
   const label = document.createElement("label");
   label.htmlFor = id;
-  label.textContent = (schema.title ?? name) + (required ? " *" : "");
+  // A checkbox is never required (unchecked is an answer too): no star on it.
+  label.textContent = (schema.title ?? name) + (required && schema.type !== "boolean" ? " *" : "");
   let control;
   const options = schema.enum ?? schema.oneOf?.map((o) => o.const);
   if (Array.isArray(options)) {
@@ -61,12 +62,37 @@ function valueOf(control, schema) {
   return control.value;
 }
 
+/** An answer's value as the user reads it (the enum's title when it has one). */
+function shownValue(value, schema) {
+  if (typeof value === "boolean") return value ? "yes" : "no";
+  const options = schema?.enum ?? schema?.oneOf?.map((o) => o.const);
+  if (Array.isArray(options)) {
+    const titles = schema.enumNames ?? schema.oneOf?.map((o) => o.title ?? o.const) ?? options;
+    const i = options.findIndex((o) => String(o) === String(value));
+    if (i >= 0) return String(titles[i] ?? value);
+  }
+  return typeof value === "object" && value !== null ? JSON.stringify(value) : String(value);
+}
+
+/** The status line of an answered form: what was answered, and the values sent. */
+function answerText(reply, properties) {
+  if (reply.error) return "Declined.";
+  const action = reply.result?.action;
+  if (action !== "accept") return `Answered: ${action ?? "nothing"}.`;
+  const content = reply.result?.content;
+  if (!content || typeof content !== "object" || Object.keys(content).length === 0) return "Sent.";
+  const parts = Object.entries(content).map(([name, value]) => `${properties?.[name]?.title ?? name}: ${shownValue(value, properties?.[name])}`);
+  return `Sent. ${parts.join(" · ")}`;
+}
+
 /**
  * @param {object} frame `{inputId, method, params}`
  * @param {(answer: {result?: object, error?: object}) => Promise<void>} answer
+ * @param {{result?: object, error?: object}} [answered] the answer already given (a reloaded
+ *   chat): the form is shown answered, its controls disabled and holding the values sent
  * @returns {HTMLElement}
  */
-export function inputForm(frame, appName, answer) {
+export function inputForm(frame, appName, answer, answered) {
   const form = document.createElement("form");
   form.className = "input-request card";
   form.dataset.inputId = frame.inputId;
@@ -122,13 +148,31 @@ export function inputForm(frame, appName, answer) {
   }
   form.append(buttons, status);
 
+  const properties = frame.method === "elicitation/create" ? params.requestedSchema?.properties ?? {} : {};
+  const showAnswered = (reply) => {
+    for (const b of form.querySelectorAll("button, input, select")) b.disabled = true;
+    const content = reply.result?.action === "accept" ? reply.result?.content ?? {} : {};
+    for (const [name, s, element] of fields) {
+      const control = element.querySelector("input, select");
+      if (!(name in content)) continue;
+      if (s.type === "boolean") control.checked = content[name] === true;
+      else control.value = String(content[name]);
+    }
+    status.textContent = answerText(reply, properties);
+    form.dataset.answered = "true";
+  };
+
+  if (answered) {
+    showAnswered(answered);
+    return form;
+  }
+
   const finish = async (reply) => {
     for (const b of form.querySelectorAll("button, input, select")) b.disabled = true;
     status.textContent = "Sending…";
     try {
       await answer(reply);
-      status.textContent = reply.error ? "Declined." : reply.result?.action === "accept" ? "Sent." : `Answered: ${reply.result?.action}.`;
-      form.dataset.answered = "true";
+      showAnswered(reply);
     } catch (error) {
       status.textContent = `Could not answer: ${error.message}`;
       for (const b of form.querySelectorAll("button, input, select")) b.disabled = false;
