@@ -342,6 +342,14 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
         const drawer = page.locator(`#${await toggle.getAttribute("aria-controls")}`);
         await drawer.locator('.app[data-app-id="budget-allocator"]').waitFor({ state: "visible" });
         await page.locator("#new-chat").waitFor({ state: "visible" });
+        // Slid fully in (it may animate), within the screen.
+        await until(
+          async () => {
+            const box = await drawer.boundingBox();
+            return { ok: !!box && Math.abs(box.x) <= 1 && box.width <= 390 && box.width >= 200, box };
+          },
+          { what: "the drawer in view" },
+        );
         await shot(page, `11-${tag}-drawer-open`);
         await axeViolations(page, "the phone layout, drawer open");
         // A tap beside the open drawer closes it.
@@ -397,6 +405,28 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
         await shot(page, `15-${tag}-budget-fullscreen`);
         await budget.locator(".app-view-inline").click();
         await waitSized(budget, "the budget allocator inline again");
+
+        // An app learns it is on a phone, and its own fullscreen request fills the screen too.
+        llm.push(reply.toolCall(names["display.show_ui"], {}), reply.text("Here is the display probe."));
+        await turn(page, "Show the display probe", "Here is the display probe.");
+        const probe = page.locator('figure.app-view[data-app-id="display"]');
+        const app = appLocator(probe);
+        await app.locator("body[data-initialized=true]").waitFor({ timeout: 20_000 });
+        const context = JSON.parse(await app.locator("#initial").innerText());
+        assert.equal(context.platform, "mobile", JSON.stringify(context));
+        assert.equal(context.deviceCapabilities?.touch, true, JSON.stringify(context));
+        await waitSized(probe, "the display probe on the phone");
+        await app.locator("#fullscreen").click();
+        await until(
+          async () => {
+            const m = await measure(probe);
+            return { ok: m.mode === "fullscreen" && Math.abs(m.figure.width - 390) <= 1 && Math.abs(m.figure.height - 844) <= 1 && m.figure.top === 0, ...m };
+          },
+          { what: "the display probe filling the phone's screen on its request" },
+        );
+        await shot(page, `16-${tag}-probe-fullscreen`);
+        await app.locator("#inline").click();
+        await waitSized(probe, "the display probe inline again on the phone");
       }
       assert.deepEqual(page.errors, []);
       await page.context().close();
@@ -447,6 +477,16 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
           return { ok: fills && m.frame.height >= 900 - 80 && m.frame.width >= 1400 - 4 && m.visible >= m.frame.height - 1, ...m };
         },
         { what: `${what}: the view fills the viewport` },
+      );
+      // The app is told the size of its new container.
+      await until(
+        async () => {
+          const dims = (await probeChanges(view)).filter((c) => c.containerDimensions).at(-1)?.containerDimensions;
+          const height = dims?.height ?? dims?.maxHeight;
+          const ok = !!dims && Math.abs((dims.width ?? dims.maxWidth) - m.frame.width) <= SLACK && Math.abs(height - m.frame.height) <= SLACK;
+          return { ok, dims, frame: m.frame };
+        },
+        { what: `${what}: containerDimensions of the fullscreen frame` },
       );
       return m;
     };
