@@ -571,19 +571,20 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
     await page.context().close();
   });
 
-  it("a theme change reaches the running app as host-context-changed with the theme and styles", async () => {
+  it("a theme change reaches every running app as host-context-changed with the theme and styles", async () => {
     const page = await newPage(browser);
     await page.goto(gateway.url("/apps/"));
     await page.locator('.app[data-app-id="display"][data-state="running"]').waitFor({ timeout: 15_000 });
     llm.push(reply.toolCall(names["display.show_ui"], {}), reply.text("Here is the display probe."));
     await turn(page, "Show the display probe", "Here is the display probe.");
-    const view = page.locator('figure.app-view[data-app-id="display"]');
-    const app = appLocator(view);
-    await app.locator("body[data-initialized=true]").waitFor({ timeout: 20_000 });
-    const initial = JSON.parse(await app.locator("#initial").innerText());
+    // A second one, opened by the user.
+    await page.locator('.app[data-app-id="display"]').getByRole("button", { name: /Open/ }).click();
+    const views = [0, 1].map((i) => page.locator('figure.app-view[data-app-id="display"]').nth(i));
+    for (const view of views) await appLocator(view).locator("body[data-initialized=true]").waitFor({ timeout: 20_000 });
+    const initial = JSON.parse(await appLocator(views[0]).locator("#initial").innerText());
     const toggle = page.locator("#theme-toggle");
     for (let round = 0; round < 2; round++) {
-      const seen = (await probeChanges(view)).length;
+      const seen = await Promise.all(views.map(async (view) => (await probeChanges(view)).length));
       const was = await page.evaluate(() => document.documentElement.dataset.theme);
       await toggle.click();
       const now = await until(
@@ -593,20 +594,22 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
         },
         { what: "<html data-theme> switched" },
       );
-      const change = await until(
-        async () => {
-          const changes = (await probeChanges(view)).slice(seen);
-          const found = changes.find((c) => c.theme === now.theme);
-          return { ok: !!found, found, changes };
-        },
-        { what: `the app told theme ${now.theme}` },
-      );
-      const variables = change.found.styles?.variables ?? {};
-      assert.ok(Object.keys(variables).length > 0, `styles.variables with the theme: ${JSON.stringify(change.found)}`);
-      if (now.theme !== initial.theme) {
-        assert.notDeepEqual(variables, initial.styles.variables, "the variables follow the theme");
-      } else {
-        assert.deepEqual(variables, initial.styles.variables, "back to the first theme, the first variables");
+      for (const [i, view] of views.entries()) {
+        const change = await until(
+          async () => {
+            const changes = (await probeChanges(view)).slice(seen[i]);
+            const found = changes.find((c) => c.theme === now.theme);
+            return { ok: !!found, found, changes };
+          },
+          { what: `app view ${i} told theme ${now.theme}` },
+        );
+        const variables = change.found.styles?.variables ?? {};
+        assert.ok(Object.keys(variables).length > 0, `styles.variables with the theme: ${JSON.stringify(change.found)}`);
+        if (now.theme !== initial.theme) {
+          assert.notDeepEqual(variables, initial.styles.variables, "the variables follow the theme");
+        } else {
+          assert.deepEqual(variables, initial.styles.variables, "back to the first theme, the first variables");
+        }
       }
       await shot(page, `30-theme-${now.theme}`);
     }
