@@ -346,6 +346,7 @@ export class Conversation {
       if (abort.stopped && this.sessionId === body.sessionId) {
         this.takeBack(turnNodes);
         this.note(STOPPED_NOTE);
+        this.afterStop(body.sessionId);
       } else if (!abort.signal.aborted && error.name !== "AbortError") {
         this.note(`The turn failed: ${error.message}`, "error");
       }
@@ -355,6 +356,23 @@ export class Conversation {
       this.onBusy(this.busyCount > 0);
       if (this.sessionId === body.sessionId) this.onSession(body.sessionId);
     }
+  }
+
+  /**
+   * The gateway saves a stopped turn once it has noticed the request went away, a moment after
+   * the page stopped: the chat list is refreshed when the saved session says so.
+   */
+  async afterStop(sessionId) {
+    for (let attempt = 0; attempt < 20 && this.sessionId === sessionId; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      try {
+        const session = await getJson(`/apps/sessions/${encodeURIComponent(sessionId)}`);
+        if ((session.messages ?? []).at(-1)?.ui?.stopped) break;
+      } catch {
+        // Not saved yet.
+      }
+    }
+    if (this.sessionId === sessionId) this.onSession(sessionId);
   }
 
   /**
