@@ -382,6 +382,7 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
       assert.equal(await views.count(), 2);
       await waitSized(budget, "the budget allocator after a third turn");
       await waitSized(grocery, "the dashboard after a third turn");
+      await page.locator("#conversation").evaluate((c) => (c.scrollTop = c.scrollHeight));
       await shot(page, `14-${tag}-third-turn`);
       if (tag === "desktop") await axeViolations(page, "a chat with inline apps");
 
