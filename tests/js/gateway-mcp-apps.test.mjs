@@ -5,16 +5,15 @@
 // client (@modelcontextprotocol/client) and the official MCP Apps host bridge (`AppBridge` of
 // @modelcontextprotocol/ext-apps), connected to `/mcp` only. The apps: the real GroceryInventory,
 // the official budget allocator MCP App from npm, and two test-app instances serving the same
-// `ui://` URI. Screenshots go to /tmp/gateway-mcp-apps/.
+// `ui://` URI. Screenshots go to target/test-artifacts/gateway-mcp-apps/.
 //
 // The URI rule under test, K being the app's id: `S://R` → `S://K/R`, `S:R` → `S://K!/R`.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { build } from "esbuild";
-import { chromium } from "playwright-core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -29,9 +28,8 @@ import {
   waitRunning,
   writeManifest,
 } from "./lib/gateway.mjs";
+import { launchBrowser, shotter } from "./lib/browser.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const SHOTS = "/tmp/gateway-mcp-apps";
 const HOST_ENTRY = path.join(import.meta.dirname, "fixtures/mcp-host/host.js");
 const TWIN_HTML = path.join(import.meta.dirname, "fixtures/twin-app.html");
 
@@ -178,20 +176,8 @@ iframe{display:block;width:100%;height:480px;border:1px solid #888}</style></hea
   };
 }
 
-async function launchBrowser() {
-  assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-    timeout: 30_000,
-  });
-}
-
 /** A screenshot of a page (whole) or of an element. */
-function shot(target, name, options = {}) {
-  mkdirSync(SHOTS, { recursive: true });
-  return target.screenshot({ path: path.join(SHOTS, `${name}.png`), ...options });
-}
+const shot = shotter("gateway-mcp-apps");
 
 describe("/mcp multiplexes the apps (issue 38)", { timeout: 600_000 }, () => {
   let temp;

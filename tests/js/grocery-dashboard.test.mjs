@@ -3,13 +3,12 @@
 // proxies the view's tools/call to the real server through the SDK client.
 import { describe, it, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
-import { chromium } from "playwright-core";
+import { launchBrowser, shotter } from "./lib/browser.mjs";
 import { startHttpServer, connectHttp, text, waitFor } from "./lib/grocery-harness.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const DASHBOARD_URI = "ui://grocery/store-dashboard.html";
-const SCREENSHOT = "/tmp/grocery-dashboard.png";
+// Screenshot: target/test-artifacts/grocery-dashboard/dashboard.png.
+const shot = shotter("grocery-dashboard", { fullPage: true });
 
 // The host side of the MCP Apps postMessage protocol (JSON-RPC 2.0 over window.postMessage).
 const HOST_PAGE = `<!doctype html>
@@ -64,14 +63,9 @@ describe("GroceryInventory dashboard in Chromium", { timeout: 90_000 }, () => {
   const toolCalls = [];
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
+    browser = await launchBrowser();
     server = await startHttpServer();
     client = await connectHttp(server.url, { name: "test-host" });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-      timeout: 30_000,
-    });
     page = await browser.newPage({ viewport: { width: 1000, height: 1400 } });
     page.on("pageerror", (error) => console.error("page error:", error));
     await page.exposeFunction("hostCallTool", async (params) => {
@@ -156,6 +150,6 @@ describe("GroceryInventory dashboard in Chromium", { timeout: 90_000 }, () => {
     await waitFor(async () => (await input.inputValue()) === String(target.quantityOnHand + 26), { what: "value after +" });
 
     await view.locator('[data-store-tab="1"]').click();
-    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    await shot(page, "dashboard");
   });
 });

@@ -4,7 +4,8 @@
 // GroceryInventory dashboard; the MCP Apps display modes (inline, fullscreen, picture-in-picture)
 // asked for by an app and from the host's controls; a theme change reaching a running app; axe-core
 // on the landing page, a chat with an app and the phone layout; a reload that shows the same
-// conversation; Markdown answers that never run scripts; the empty state; Stop.
+// conversation; Markdown answers that never run scripts; the empty state; Stop; renaming a chat
+// inline in the chat list and deleting it after a confirm dialog.
 //
 // The display probe (fixtures/display-app.html, served by the test app with --ui-file) speaks the
 // MCP Apps postMessage protocol by hand and shows what the host told it. The app's reported size is
@@ -13,13 +14,10 @@
 // scripted OpenAI-compatible model. Screenshots: target/test-artifacts/host-page-apps/.
 import { after, before, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { chromium } from "playwright-core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
-  REPO,
   TEST_APP_BIN,
   budgetManifest,
   gatewayConfig,
@@ -29,25 +27,15 @@ import {
   waitRunning,
   writeManifest,
 } from "./lib/gateway.mjs";
+import { launchBrowser, shotter } from "./lib/browser.mjs";
 import { reply, startScriptedLlm } from "./lib/scripted-llm.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARTIFACTS = path.join(REPO, "target/test-artifacts/host-page-apps");
 const DISPLAY_HTML = path.join(import.meta.dirname, "fixtures/display-app.html");
 const AXE = path.join(import.meta.dirname, "node_modules/axe-core/axe.min.js");
 const DESKTOP = { viewport: { width: 1400, height: 900 } };
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
 /** Layout slack: the issue's ±4 px between a frame and the height its app reported. */
 const SLACK = 4;
-
-async function launchBrowser() {
-  assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-    timeout: 30_000,
-  });
-}
 
 /**
  * A page in a new context. Every `ui/notifications/size-changed` an app frame posts to the host page
@@ -79,10 +67,7 @@ async function newPage(browser, options = {}) {
   return page;
 }
 
-async function shot(page, name) {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`) });
-}
+const shot = shotter("host-page-apps");
 
 /** Polls `probe` until it returns `{ ok: true, ... }`; on timeout fails with the last value. */
 async function until(probe, { timeoutMs = 20_000, what = "condition" } = {}) {
@@ -789,6 +774,103 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });
+  it("a chat is renamed inline from the list and deleted after a confirm dialog", async () => {
+    const page = await newPage(browser);
+    await page.goto(gateway.url("/apps/"));
+    await page.locator('.app[data-app-id="display"][data-state="running"]').waitFor({ timeout: 15_000 });
+    llm.push(reply.text("Noted: oat milk."));
+    await turn(page, "Remember to buy oat milk", "Noted: oat milk.");
+    const sessionId = decodeURIComponent(new URL(page.url()).hash.replace("#/chat/", ""));
+    assert.ok(sessionId, `the chat's id is in the address: ${page.url()}`);
+    const sessionUrl = gateway.url(`/apps/sessions/${encodeURIComponent(sessionId)}`);
+    const listed = async () => (await (await fetch(gateway.url("/apps/sessions"))).json()).sessions ?? [];
+    const link = page.locator(`.session[data-session-id="${sessionId}"]`);
+    // The row (an <li>) while it shows the link; during a rename its link is replaced by a form.
+    const row = page.locator("#sessions > li.session-row").filter({ has: link });
+    const heading = page.locator("#chat-heading");
+    await link.waitFor({ timeout: 15_000 });
+    const first = (await (await fetch(sessionUrl)).json()).title;
+    assert.ok(first, "the first turn titled the chat");
+    assert.equal(await link.innerText(), first);
+    assert.equal(await heading.innerText(), first);
+
+    // Rename: an inline form in the row, with the title selected; Escape leaves it unchanged.
+    const title = page.getByLabel("Chat title");
+    await row.locator(".session-rename").click();
+    await title.waitFor({ timeout: 5_000 });
+    assert.equal(await title.inputValue(), first);
+    assert.ok(await title.evaluate((input) => document.activeElement === input), "the title field has the focus");
+    await title.fill("Not this one");
+    await title.press("Escape");
+    await title.waitFor({ state: "detached", timeout: 5_000 });
+    assert.equal(await link.innerText(), first, "Escape keeps the title");
+    assert.equal((await (await fetch(sessionUrl)).json()).title, first, "Escape saves nothing");
+
+    const renamed = "Oat milk shopping";
+    await row.locator(".session-rename").click();
+    await title.fill(renamed);
+    await shot(page, "80-chat-renaming");
+    await title.press("Enter");
+    await title.waitFor({ state: "detached", timeout: 10_000 });
+    await until(async () => ({ ok: (await link.innerText()) === renamed, text: await link.innerText() }), { what: "the list showing the new title" });
+    assert.equal(await heading.innerText(), renamed);
+    assert.equal(await link.getAttribute("aria-current"), "page");
+    assert.equal(await row.locator(".session-rename").getAttribute("aria-label"), `Rename chat ${renamed}`);
+    assert.equal((await (await fetch(sessionUrl)).json()).title, renamed);
+    assert.equal((await listed()).find((s) => s.id === sessionId)?.title, renamed);
+    await shot(page, "81-chat-renamed");
+
+    // The chosen title stays after a reload and after another turn.
+    await page.reload();
+    await page.locator(".message.assistant", { hasText: "Noted: oat milk." }).waitFor({ timeout: 15_000 });
+    await until(async () => ({ ok: (await heading.innerText()) === renamed, text: await heading.innerText() }), { what: "the heading after a reload" });
+    await until(async () => ({ ok: (await link.innerText()) === renamed, text: await link.innerText() }), { what: "the list after a reload" });
+    llm.push(reply.text("And bananas, noted."));
+    await turn(page, "Bananas too", "And bananas, noted.");
+    assert.equal((await (await fetch(sessionUrl)).json()).title, renamed, "another turn keeps the chosen title");
+    assert.equal(await heading.innerText(), renamed);
+
+    // Delete asks first: Cancel keeps the chat.
+    const dialog = page.locator("#delete-dialog");
+    await row.locator(".session-delete").click();
+    await dialog.waitFor({ state: "visible", timeout: 5_000 });
+    assert.equal(await page.locator("#delete-dialog-title").innerText(), renamed);
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "hidden", timeout: 5_000 });
+    assert.equal((await fetch(sessionUrl)).status, 200, "Cancel deletes nothing");
+    assert.equal(await link.count(), 1);
+
+    await row.locator(".session-delete").click();
+    await dialog.waitFor({ state: "visible", timeout: 5_000 });
+    await shot(page, "82-chat-delete-dialog");
+    await dialog.getByRole("button", { name: "Delete chat" }).click();
+    await dialog.waitFor({ state: "hidden", timeout: 5_000 });
+    await link.waitFor({ state: "detached", timeout: 15_000 });
+    assert.equal((await fetch(sessionUrl)).status, 404, "the chat is gone from the gateway");
+    assert.ok(!(await listed()).some((s) => s.id === sessionId), "GET /apps/sessions no longer lists it");
+    // The page shows a new, empty chat.
+    const empty = await until(
+      async () => {
+        const hash = new URL(page.url()).hash;
+        const messages = await page.locator("#conversation .message").count();
+        return {
+          ok: /^#\/chat\/.+/.test(hash) && hash !== `#/chat/${sessionId}` && messages === 0 && (await heading.innerText()) === "New chat",
+          hash,
+          messages,
+          heading: await heading.innerText(),
+        };
+      },
+      { what: "a new empty chat" },
+    );
+    await page.locator("#empty-state").waitFor({ state: "visible", timeout: 5_000 });
+    assert.equal(await page.locator(".session[aria-current=page]").count(), 0, `the new chat is not listed yet (${empty.hash})`);
+    assert.ok(await page.locator("#new-chat").evaluate((button) => document.activeElement === button), "the focus is on New chat");
+    assert.equal(await composer(page).isEnabled(), true);
+    await shot(page, "83-chat-deleted");
+    assert.deepEqual(page.errors, []);
+    await page.context().close();
+  });
+
 });
 
 describe("the host page without a model", { timeout: 120_000 }, () => {

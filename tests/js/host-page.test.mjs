@@ -5,13 +5,10 @@
 // no model runs here). Screenshots go to target/test-artifacts/host-page/.
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync } from "node:fs";
 import path from "node:path";
-import { chromium } from "playwright-core";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
-  REPO,
   TEST_APP_BIN,
   gatewayConfig,
   groceryManifest,
@@ -21,21 +18,11 @@ import {
   waitRunning,
   writeManifest,
 } from "./lib/gateway.mjs";
+import { launchBrowser, shotter } from "./lib/browser.mjs";
 import { waitFor } from "./lib/grocery-harness.mjs";
 import { reply, startScriptedLlm } from "./lib/scripted-llm.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const ARTIFACTS = path.join(REPO, "target/test-artifacts/host-page");
 const PROBE_HTML = path.join(import.meta.dirname, "fixtures/probe-app.html");
-
-async function launchBrowser() {
-  assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: apt-get install -y chromium (or set CHROMIUM_PATH)`);
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-    timeout: 30_000,
-  });
-}
 
 async function newPage(browser, options = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, ...options });
@@ -46,10 +33,7 @@ async function newPage(browser, options = {}) {
   return page;
 }
 
-function shot(page, name) {
-  mkdirSync(ARTIFACTS, { recursive: true });
-  return page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
-}
+const shot = shotter("host-page", { fullPage: true });
 
 /** The inner frame (the app itself) of the app view of `appId`, newest first. */
 function appFrame(page, appId, nth = -1) {
