@@ -769,8 +769,45 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
     const session = await (await fetch(gateway.url(`/apps/sessions/${encodeURIComponent(sessionId)}`))).json();
     const stopped = session.messages.find((m) => m.ui?.stopped === true);
     assert.ok(stopped, `the session records the stopped turn: ${JSON.stringify(session.messages)}`);
+    // The call cut short reads so, live and in the history.
+    const cutShort = page.locator('details.tool-call[data-tool="display.cancellable"]');
+    assert.equal(await cutShort.getAttribute("data-state"), "error");
+    assert.match(await cutShort.locator(".tool-preview").innerText(), /stopped before this call finished/);
+
+    // Stopped while the answer streams: the words so far stay, live and after a reload.
+    const pieces = Array.from({ length: 60 }, (_, i) => `word${i} `);
+    llm.push(reply.slowText(["**Partial** answer: ", ...pieces], 150));
+    await composer(page).fill("Talk slowly");
+    await page.locator("#send").click();
+    const partial = page.locator(".message.assistant", { hasText: "Partial answer: word0 word1 word2" });
+    await partial.waitFor({ timeout: 15_000 });
+    await stop.click();
+    await stop.waitFor({ state: "hidden", timeout: 15_000 });
+    await until(
+      async () => {
+        const saved = await (await fetch(gateway.url(`/apps/sessions/${encodeURIComponent(sessionId)}`))).json();
+        return { ok: saved.messages.at(-1)?.ui?.stopped === true && saved.messages.at(-1).ui.text.startsWith("**Partial**") };
+      },
+      { what: "the stopped streaming turn saved with its words so far" },
+    );
+    // The page settles on what was saved (the gateway may have read a word more than the page showed).
+    await until(async () => ({ ok: (await page.locator(".note", { hasText: "Stopped." }).count()) === 2 }), { what: "two Stopped notes" });
+    const text = () => page.locator("#conversation").evaluate((c) => c.innerText);
+    await until(
+      async () => {
+        const saved = await (await fetch(gateway.url(`/apps/sessions/${encodeURIComponent(sessionId)}`))).json();
+        const words = saved.messages.at(-1).ui.text.trim().split(" ").at(-1);
+        return { ok: (await partial.innerText()).trim().endsWith(words), words };
+      },
+      { what: "the page showing the saved words" },
+    );
+    await shot(page, "62-stopped-streaming");
+    const before = await text();
+    assert.ok(before.includes("Partial answer: word"), before);
     await page.reload();
-    await page.locator(".message.user", { hasText: "Wait for a long time" }).waitFor({ timeout: 15_000 });
+    await page.locator(".message.user", { hasText: "Talk slowly" }).waitFor({ timeout: 15_000 });
+    await page.locator(".message.assistant", { hasText: "Partial answer: word0 word1 word2" }).waitFor({ timeout: 15_000 });
+    assert.equal(await text(), before, "the conversation's text before and after a reload");
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });

@@ -991,24 +991,31 @@ fn a_client_that_goes_away_cancels_the_model_call_and_the_tool_call() {
     });
     assert!(cancelled, "the app never saw the tool call cancelled: {seen}\n--- gateway ---\n{}", gw.logs());
 
-    // A stopped turn keeps what the user said, marked stopped for the model and the page, and
-    // released the session.
+    // A stopped turn keeps what was said and done so far, as the page showed it — the answer as
+    // far as it had streamed, a call cut short with a result saying so — marked stopped for the
+    // model and the page; the session was released.
     let started = Instant::now();
     llm.push(Reply::text(["still here"]));
     good_turn(&gw, json!({ "message": "hello again", "sessionId": sid }));
     assert!(started.elapsed() < secs(30), "the next turn waited for the cancelled ones");
     let saved = session(&gw, sid);
-    assert_eq!(roles(&saved), ["user", "assistant", "user", "assistant", "user", "assistant"], "{saved:#}");
-    let said: Vec<&str> = saved["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_str()).collect();
+    let m = saved["messages"].as_array().unwrap();
+    assert_eq!(roles(&saved), ["user", "assistant", "user", "assistant", "tool", "assistant", "user", "assistant"], "{saved:#}");
+    let said: Vec<&str> = m.iter().filter(|m| m["role"] == "user").filter_map(|m| m["content"].as_str()).collect();
     assert_eq!(said, ["talk slowly", "wait a minute", "hello again"]);
-    for stopped in [&saved["messages"][1], &saved["messages"][3]] {
-        assert_eq!(stopped["ui"]["stopped"], true, "{stopped}");
-        assert!(stopped["content"].as_str().unwrap().contains("Stopped"), "{stopped}");
-    }
-    assert_eq!(saved["messages"][5]["content"], "still here");
+    let partial = m[1]["ui"]["text"].as_str().unwrap();
+    assert!(partial.starts_with("word word "), "the answer as far as it had streamed: {:#}", m[1]);
+    assert_eq!(m[1]["content"].as_str().unwrap(), format!("{partial}\n\n[Stopped by the user before an answer was complete.]"));
+    assert_eq!(m[3]["tool_calls"][0]["id"], "call_wait");
+    assert_eq!(m[4]["tool_call_id"], "call_wait", "the call cut short has its result: {:#}", m[4]);
+    assert_eq!(m[4]["content"], "Error: the turn was stopped before this call finished.");
+    assert_eq!(m[4]["ui"]["name"], "tapp.cancellable");
+    assert_eq!(m[5]["ui"], json!({ "stopped": true, "text": "" }), "{:#}", m[5]);
+    assert_eq!(m[7]["content"], "still here");
     assert_eq!(saved["turns"], 3, "{saved:#}");
     let fed = llm.requests().last().unwrap().messages();
     assert!(fed.iter().all(|m| m.get("ui").is_none()), "the page's parts stay out of the model's request: {fed:#?}");
+    assert_eq!(fed.iter().filter(|m| m["role"] == "tool").count(), 1, "the stopped call's result reaches the model: {fed:#?}");
 }
 
 #[test]
@@ -1020,7 +1027,9 @@ fn a_reloaded_session_has_what_the_page_showed() {
     let (_, health) = gw.get_json("/apps/health");
     assert_eq!(health["agent"], json!({ "configured": true, "model": "scripted", "problem": null }), "{health}");
 
-    // The user opens the app before saying anything: the session starts, titled by the app.
+    // The user opens the app before saying anything (once it runs): the session starts, titled
+    // by the app.
+    let echo = provider_name(&gw, "tapp.echo");
     let sid = "web-reload-1";
     let (status, body) = gw.post_json(&format!("/apps/sessions/{sid}/opened"), &json!({ "appId": "tapp" }));
     assert_eq!(status, 204, "{body}");
@@ -1032,7 +1041,6 @@ fn a_reloaded_session_has_what_the_page_showed() {
 
     // A message the app posted: the page shows its text and the app, the model reads where it
     // came from; a tool with a dot in its name keeps it.
-    let echo = provider_name(&gw, "tapp.echo");
     assert_ne!(echo, "tapp.echo", "the provider-safe name differs from the gateway's");
     llm.push(Reply::tool_call("call_echo", &echo, &json!({ "text": "hi" })));
     llm.push(Reply::text(["Echoed."]));

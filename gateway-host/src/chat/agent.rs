@@ -231,17 +231,19 @@ impl Chat {
             _ = cancel.cancelled() => return,
         };
         send(Frame::Session { session_id: id.clone() });
+        let mut done = TurnSoFar::default();
         let outcome = tokio::select! {
-            outcome = self.turn(&request, &send, &cancel) => outcome,
-            _ = cancel.cancelled() => {
-                // Stopped (the Stop button, or the page went away): what the user said stays,
-                // followed by a note the model and the page both read as "stopped here".
-                let stopped = [user_message(&request), json!({ "role": "assistant", "content": STOPPED, UI_KEY: { "stopped": true } })];
-                if let Err(e) = self.store.append_turn(&id, &turn_title(&request), &stopped).await {
-                    tracing::warn!(session = %id, "a stopped turn could not be saved: {e}");
-                }
-                return;
+            outcome = self.turn(&request, &send, &cancel, &mut done) => Some(outcome),
+            _ = cancel.cancelled() => None,
+        };
+        let Some(outcome) = outcome else {
+            // Stopped (the Stop button, or the page went away): what was said and done so far
+            // stays, as the page showed it, and says where it stopped.
+            let stopped = done.stopped(&request, &self.registry.provider_names());
+            if let Err(e) = self.store.append_turn(&id, &turn_title(&request), &stopped).await {
+                tracing::warn!(session = %id, "a stopped turn could not be saved: {e}");
             }
+            return;
         };
         let ended = match outcome {
             Ok(messages) => {
@@ -268,7 +270,7 @@ impl Chat {
     /// store already as the model reads it ([`SessionStore::model_history`]), the tools are
     /// serialised once per turn, and each new message once, so a long session costs a copy of
     /// its bytes per model call, not a parse, clone and serialisation of every message.
-    async fn turn(&self, request: &TurnRequest, send: &impl Fn(Frame), cancel: &CancellationToken) -> Result<Vec<Value>, String> {
+    async fn turn(&self, request: &TurnRequest, send: &impl Fn(Frame), cancel: &CancellationToken, done: &mut TurnSoFar) -> Result<Vec<Value>, String> {
         let provider = self.provider.as_ref().map_err(Clone::clone)?;
         let stored = self.store.model_history(&request.session_id).await.map_err(|e| e.to_string())?;
         let history = stored.recent(provider.config().max_history_bytes);
@@ -282,6 +284,7 @@ impl Chat {
         }
         let user = user_message(request);
         let mut new_texts = vec![model_text(&user)];
+        done.messages.push(user.clone());
         let mut new_messages = vec![user];
         let names = self.registry.provider_names();
         let tools: Vec<Value> = self
@@ -300,11 +303,16 @@ impl Chat {
             let messages: Vec<&str> =
                 [system.as_str(), history].into_iter().chain(new_texts.iter().map(String::as_str)).collect();
             let completion = provider
-                .complete(&messages, &tools, |delta| send(Frame::Text { delta: delta.to_string() }))
+                .complete(&messages, &tools, |delta| {
+                    done.streaming.lock().push_str(delta);
+                    send(Frame::Text { delta: delta.to_string() })
+                })
                 .await
                 .map_err(|e: ProviderError| e.to_string())?;
             let answer = completion.message();
             new_texts.push(model_text(&answer));
+            done.streaming.lock().clear();
+            done.messages.push(answer.clone());
             new_messages.push(answer);
             if completion.tool_calls.is_empty() {
                 send(Frame::Result { text: completion.text });
@@ -318,6 +326,7 @@ impl Chat {
                 new_texts.push(model_text(&message));
                 message[UI_KEY] = ui_of(&frame, asked);
                 send(frame);
+                done.messages.push(message.clone());
                 new_messages.push(message);
             }
         }
@@ -453,6 +462,48 @@ fn ui_of(frame: &Frame, asked: Vec<Value>) -> Value {
 
 /// What a stopped turn's answer says, to the model and in the page.
 pub const STOPPED: &str = "[Stopped by the user before an answer was complete.]";
+
+/// What a tool call cut short by a stop reads as (the page shows the same text live).
+pub const STOPPED_CALL: &str = "Error: the turn was stopped before this call finished.";
+
+/// A turn's messages as it goes, and the text of the model's answer streaming now: what a stop
+/// keeps ([`TurnSoFar::stopped`]).
+#[derive(Default)]
+struct TurnSoFar {
+    messages: Vec<Value>,
+    streaming: Mutex<String>,
+}
+
+impl TurnSoFar {
+    /// The messages of a stopped turn: those so far (the user's message at least), a result for
+    /// each call that had none yet — so the model never reads a call without its result — and
+    /// the answer as far as it had streamed, marked stopped.
+    fn stopped(self, request: &TurnRequest, names: &crate::tools::names::ProviderNames) -> Vec<Value> {
+        let mut messages = self.messages;
+        if messages.is_empty() {
+            messages.push(user_message(request));
+        }
+        let calls: Vec<(String, String)> = messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "assistant")
+            .and_then(|m| m["tool_calls"].as_array())
+            .map(|calls| {
+                calls.iter().map(|c| (c["id"].as_str().unwrap_or_default().to_string(), c["function"]["name"].as_str().unwrap_or_default().to_string())).collect()
+            })
+            .unwrap_or_default();
+        for (id, provider_name) in calls {
+            if !messages.iter().any(|m| m["role"] == "tool" && m["tool_call_id"] == id.as_str()) {
+                let name = names.to_registry(&provider_name).unwrap_or(&provider_name).to_string();
+                messages.push(json!({ "role": "tool", "tool_call_id": id, "content": STOPPED_CALL, UI_KEY: { "name": name } }));
+            }
+        }
+        let partial = self.streaming.into_inner();
+        let content = if partial.trim().is_empty() { STOPPED.to_string() } else { format!("{partial}\n\n{STOPPED}") };
+        messages.push(json!({ "role": "assistant", "content": content, UI_KEY: { "stopped": true, "text": partial } }));
+        messages
+    }
+}
 
 /// The turn's `user` message: its content as the model reads it ([`user_content`]), and what
 /// the user saw as the page's part ([`UI_KEY`]) — what they typed, or the text an app posted

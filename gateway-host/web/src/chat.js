@@ -12,6 +12,8 @@ const MAX_PENDING_EVENTS = 20;
 const PREVIEW_CHARS = 90;
 /** What a stopped turn shows, live and after a reload. */
 const STOPPED_NOTE = "Stopped.";
+/** A call cut short by Stop: the result the gateway saves for it (`chat::agent::STOPPED_CALL`). */
+const STOPPED_CALL = "Error: the turn was stopped before this call finished.";
 
 function element(tag, className, text) {
   const e = document.createElement(tag);
@@ -282,6 +284,7 @@ export class Conversation {
           this.userBubble(typeof m.content === "string" ? m.content : pretty(m.content));
         }
       } else if (m.role === "assistant" && ui.stopped) {
+        if (ui.text) this.assistantBubble(ui.text);
         this.note(STOPPED_NOTE);
       } else if (m.role === "assistant") {
         if (m.content) this.assistantBubble(m.content);
@@ -331,22 +334,16 @@ export class Conversation {
     const abort = new AbortController();
     this.abort = abort;
     const cards = new Map();
-    const turnNodes = new Set();
-    const state = { cards, streamText: null, streamed: "" };
+    const state = { cards, forms: [], streamText: null, streamed: "" };
     try {
       for await (const frame of chatFrames(body, abort.signal)) {
-        const last = this.log.lastElementChild;
         this.handleFrame(frame, state);
-        // What this frame added (appended synchronously), for a Stop to take back.
-        for (let node = last ? last.nextElementSibling : this.log.firstElementChild; node; node = node.nextElementSibling) {
-          if (!node.classList.contains("empty-state")) turnNodes.add(node);
-        }
       }
     } catch (error) {
       if (abort.stopped && this.sessionId === body.sessionId) {
-        this.takeBack(turnNodes);
+        this.cutShort(state);
         this.note(STOPPED_NOTE);
-        this.afterStop(body.sessionId);
+        this.afterStop(body.sessionId, state);
       } else if (!abort.signal.aborted && error.name !== "AbortError") {
         this.note(`The turn failed: ${error.message}`, "error");
       }
@@ -359,32 +356,48 @@ export class Conversation {
   }
 
   /**
-   * The gateway saves a stopped turn once it has noticed the request went away, a moment after
-   * the page stopped: the chat list is refreshed when the saved session says so.
+   * What a stopped turn keeps, as the gateway saves it: everything shown so far, calls still
+   * running marked as cut short, and without the questions those calls were asking.
    */
-  async afterStop(sessionId) {
-    for (let attempt = 0; attempt < 20 && this.sessionId === sessionId; attempt += 1) {
+  cutShort(state) {
+    for (const card of state.cards.values()) {
+      if (card.dataset.state !== "running") continue;
+      for (const { form } of state.forms.filter((f) => f.card === card)) form.remove();
+      this.finishToolCard(card, STOPPED_CALL, true);
+    }
+  }
+
+  /**
+   * The gateway saves a stopped turn once it has noticed the request went away, a moment after
+   * the page stopped — by then it may have streamed a few more words, or finished a call: the
+   * page takes those from the saved turn, so it reads as a reload will, and refreshes the list.
+   */
+  async afterStop(sessionId, state) {
+    let saved = null;
+    for (let attempt = 0; attempt < 20 && this.sessionId === sessionId && !saved; attempt += 1) {
       await new Promise((resolve) => setTimeout(resolve, 250));
       try {
-        const session = await getJson(`/apps/sessions/${encodeURIComponent(sessionId)}`);
-        if ((session.messages ?? []).at(-1)?.ui?.stopped) break;
+        const messages = (await getJson(`/apps/sessions/${encodeURIComponent(sessionId)}`)).messages ?? [];
+        if (messages.at(-1)?.ui?.stopped) saved = messages;
       } catch {
         // Not saved yet.
       }
     }
-    if (this.sessionId === sessionId) this.onSession(sessionId);
-  }
-
-  /**
-   * A stopped turn is not kept (the gateway saves the user's message and that it was stopped,
-   * nothing of the answer), so what it showed goes too: the chat reads as it will after a reload.
-   */
-  takeBack(nodes) {
-    for (const node of nodes) {
-      const view = [...this.views].find((v) => v.element === node);
-      if (view) view.close();
-      else node.remove();
+    if (this.sessionId !== sessionId) return;
+    if (saved) {
+      const text = saved.at(-1).ui.text ?? "";
+      if (state.streamText && text) this.setAssistantText(state.streamText, text);
+      else state.streamText?.closest(".message")?.remove();
+      for (const message of saved) {
+        const card = message.role === "tool" ? state.cards.get(message.tool_call_id) : undefined;
+        const output = card?.querySelector(".tool-output");
+        if (output && typeof message.content === "string" && output.textContent !== prettyText(message.content)) {
+          output.closest(".tool-section")?.remove();
+          this.finishToolCard(card, message.content, message.content.startsWith("Error:"));
+        }
+      }
     }
+    this.onSession(sessionId);
   }
 
   /** One frame of a turn; `state` is the turn's: its tool cards, the text streaming now. */
@@ -418,8 +431,8 @@ export class Conversation {
         break;
       }
       case "input": {
-        const app = [...cards.values()].at(-1)?.dataset.tool ?? "An app";
-        this.inputRequest(frame, app);
+        const card = [...cards.values()].at(-1);
+        state.forms.push({ card, form: this.inputRequest(frame, card?.dataset.tool ?? "An app") });
         break;
       }
       case "error":

@@ -26,7 +26,6 @@ export function markdownHtml(text) {
   try {
     html = marked.parse(String(text ?? ""));
   } catch {
-    html = "";
     return purify.sanitize(String(text ?? "").replace(/[&<>]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;" })[c]), OPTIONS);
   }
   return purify.sanitize(html, OPTIONS);

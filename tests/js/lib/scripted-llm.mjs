@@ -6,6 +6,8 @@ import { createServer } from "node:http";
 
 export const reply = {
   text: (text) => ({ text }),
+  /** Text streamed piece by piece, `delayMs` apart (until the client goes away). */
+  slowText: (pieces, delayMs) => ({ pieces, delayMs }),
   toolCall: (name, args = {}, id = `call_${Math.random().toString(16).slice(2, 10)}`) => ({ toolCalls: [{ id, name, arguments: JSON.stringify(args) }] }),
 };
 
@@ -36,6 +38,20 @@ export async function startScriptedLlm() {
       const next = queue.shift() ?? { text: "(nothing scripted)" };
       res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" });
       res.write(chunk({ role: "assistant" }));
+      if (next.pieces !== undefined) {
+        const write = (i) => {
+          if (res.destroyed || res.writableEnded) return;
+          if (i === next.pieces.length) {
+            res.write(chunk({}, "stop"));
+            res.end("data: [DONE]\n\n");
+            return;
+          }
+          res.write(chunk({ content: next.pieces[i] }));
+          setTimeout(() => write(i + 1), next.delayMs);
+        };
+        write(0);
+        return;
+      }
       if (next.text !== undefined) {
         // Two pieces, so the page really streams.
         const half = Math.ceil(next.text.length / 2);
