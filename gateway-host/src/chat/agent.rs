@@ -402,7 +402,7 @@ impl Chat {
             // A shutdown past its bound cuts the call off with the reason, as on the MCP endpoints.
             let step = tokio::select! {
                 step = call.next() => step,
-                _ = cancel.cancelled() => return ToolResult::error("the turn was cancelled"),
+                _ = cancel.cancelled() => return ToolResult::error(STOPPED_CALL_REASON),
                 reason = module.calls_cut_off() => return ToolResult::error(reason),
             };
             match step {
@@ -463,8 +463,9 @@ fn ui_of(frame: &Frame, asked: Vec<Value>) -> Value {
 /// What a stopped turn's answer says, to the model and in the page.
 pub const STOPPED: &str = "[Stopped by the user before an answer was complete.]";
 
-/// What a tool call cut short by a stop reads as (the page shows the same text live).
-pub const STOPPED_CALL: &str = "Error: the turn was stopped before this call finished.";
+/// Why a tool call cut short by a stop has no result; the model and the page read it as
+/// `Error: {reason}` (the page shows the same text live).
+const STOPPED_CALL_REASON: &str = "the turn was stopped before this call finished.";
 
 /// A turn's messages as it goes, and the text of the model's answer streaming now: what a stop
 /// keeps ([`TurnSoFar::stopped`]).
@@ -495,7 +496,8 @@ impl TurnSoFar {
         for (id, provider_name) in calls {
             if !messages.iter().any(|m| m["role"] == "tool" && m["tool_call_id"] == id.as_str()) {
                 let name = names.to_registry(&provider_name).unwrap_or(&provider_name).to_string();
-                messages.push(json!({ "role": "tool", "tool_call_id": id, "content": STOPPED_CALL, UI_KEY: { "name": name } }));
+                let content = format!("Error: {STOPPED_CALL_REASON}");
+                messages.push(json!({ "role": "tool", "tool_call_id": id, "content": content, UI_KEY: { "name": name } }));
             }
         }
         let partial = self.streaming.into_inner();

@@ -12,7 +12,7 @@ const MAX_PENDING_EVENTS = 20;
 const PREVIEW_CHARS = 90;
 /** What a stopped turn shows, live and after a reload. */
 const STOPPED_NOTE = "Stopped.";
-/** A call cut short by Stop: the result the gateway saves for it (`chat::agent::STOPPED_CALL`). */
+/** A call cut short by Stop: the result the gateway saves for it (`chat::agent::STOPPED_CALL_REASON`, after "Error: "). */
 const STOPPED_CALL = "Error: the turn was stopped before this call finished.";
 
 function element(tag, className, text) {
