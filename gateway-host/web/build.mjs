@@ -1,4 +1,5 @@
-// Bundles the host page (src/host.js → dist/host.js) and the sandbox proxy (src/sandbox.js →
+// Bundles the host page (src/host.js → dist/host.js, and src/theme.js, the stored theme applied
+// before the first paint, → dist/theme.js) and the sandbox proxy (src/sandbox.js →
 // dist/sandbox.js) and copies the HTML and CSS beside them. gateway-host embeds dist/ with
 // include_str!, so the Rust build needs no Node; the bundle is committed. The build is
 // deterministic (same sources and dependency versions → same bytes), which is what lets a test
@@ -36,6 +37,7 @@ async function bundle(entry) {
 const files = {
   "host.js": await bundle("host.js"),
   "sandbox.js": await bundle("sandbox.js"),
+  "theme.js": await bundle("theme.js"),
   "index.html": await readFile(path.join(here, "src/index.html"), "utf8"),
   "host.css": await readFile(path.join(here, "src/host.css"), "utf8"),
   "sandbox.html": await readFile(path.join(here, "src/sandbox.html"), "utf8"),

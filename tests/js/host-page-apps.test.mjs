@@ -599,6 +599,17 @@ describe("app UIs in the host page", { timeout: 300_000 }, () => {
       }
       await shot(page, `30-theme-${now.theme}`);
     }
+    // The choice is kept, and in effect before the page's own script runs (theme.js, in <head>):
+    // with host.js held back, the page is already in the chosen theme — no flash of the other.
+    const chosen = await page.evaluate(() => document.documentElement.dataset.theme);
+    await page.route("**/apps/assets/host.js", (route) => route.abort());
+    await page.reload({ waitUntil: "load" });
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), chosen, "the stored theme, before host.js");
+    const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    await page.unroute("**/apps/assets/host.js");
+    await page.reload();
+    await page.locator('.app[data-app-id="display"][data-state="running"]').waitFor({ timeout: 15_000 });
+    assert.equal(await page.evaluate(() => getComputedStyle(document.body).backgroundColor), background, "the same colours with host.js");
     assert.deepEqual(page.errors, []);
     await page.context().close();
   });

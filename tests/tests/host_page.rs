@@ -191,13 +191,15 @@ fn host_page_sandbox_and_events_on_an_open_gateway() {
     for directive in ["default-src 'self'", "script-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'"] {
         assert!(csp.contains(directive), "{directive}: {csp}");
     }
-    for reply in [&page, &send(http.get(gw.url("/apps/assets/host.js"))), &send(http.get(gw.url("/apps/assets/host.css")))] {
+    let assets = ["host.js", "host.css", "theme.js"].map(|a| send(http.get(gw.url(&format!("/apps/assets/{a}")))));
+    for reply in std::iter::once(&page).chain(&assets) {
         assert_eq!(reply.status, 200);
         assert_eq!(reply.header("x-content-type-options"), "nosniff");
         assert_eq!(reply.header("referrer-policy"), "no-referrer");
         assert_eq!(reply.header("cache-control"), "no-cache");
     }
     assert_eq!(send(http.get(gw.url("/apps/assets/host.js"))).header("content-type"), "text/javascript; charset=utf-8");
+    assert_eq!(send(http.get(gw.url("/apps/assets/theme.js"))).header("content-type"), "text/javascript; charset=utf-8");
     assert_eq!(send(http.get(gw.url("/apps/assets/host.css"))).header("content-type"), "text/css; charset=utf-8");
     assert_eq!(send(http.get(gw.url("/apps/assets/index.html"))).status, 404);
 
@@ -277,7 +279,7 @@ fn with_auth_required_only_the_static_files_are_public() {
     let gw = GatewayProcess::start(config(dir.path(), json!({ "AlwaysRequireAuth": true, "AuthToken": TOKEN })));
     let http = client(Duration::from_secs(30));
 
-    for path in ["/apps/", "/apps/assets/host.js", "/apps/assets/host.css"] {
+    for path in ["/apps/", "/apps/assets/host.js", "/apps/assets/host.css", "/apps/assets/theme.js"] {
         assert_eq!(send(http.get(gw.url(path))).status, 200, "{path}");
     }
     assert_eq!(send(http.get(gw.url("/"))).status, 308);

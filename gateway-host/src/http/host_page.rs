@@ -29,6 +29,7 @@ use crate::module_host::HostEvent;
 const INDEX_HTML: &[u8] = include_bytes!("../../web/dist/index.html");
 const HOST_JS: &[u8] = include_bytes!("../../web/dist/host.js");
 const HOST_CSS: &[u8] = include_bytes!("../../web/dist/host.css");
+const THEME_JS: &[u8] = include_bytes!("../../web/dist/theme.js");
 
 /// How long `/apps/events` waits after a module event before re-sending the list, so that a
 /// burst (a reload starting every app) becomes one message.
@@ -62,11 +63,12 @@ pub fn page_csp(sandbox_origin: Option<&str>) -> String {
     )
 }
 
-/// `GET /apps/assets/{name}`: `host.js` and `host.css`; any other name is 404.
+/// `GET /apps/assets/{name}`: `host.js`, `host.css` and `theme.js`; any other name is 404.
 pub async fn asset(Path(name): Path<String>) -> Response {
     match name.as_str() {
         "host.js" => asset_response(HOST_JS, "text/javascript; charset=utf-8"),
         "host.css" => asset_response(HOST_CSS, "text/css; charset=utf-8"),
+        "theme.js" => asset_response(THEME_JS, "text/javascript; charset=utf-8"),
         _ => (StatusCode::NOT_FOUND, [(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "not found\n").into_response(),
     }
 }

@@ -3,6 +3,7 @@
 // conversation with the agent and the apps' UIs (chat.js).
 import { ApiError, getJson, sendJson } from "./api.js";
 import { Conversation } from "./chat.js";
+import { THEME_KEY, storedTheme } from "./theme_choice.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -25,17 +26,7 @@ function plural(n, one, many = `${one}s`) {
 
 // --- theme ---------------------------------------------------------------------------------
 
-const THEME_KEY = "gateway-host-theme";
 const systemDark = matchMedia("(prefers-color-scheme: dark)");
-
-function storedTheme() {
-  try {
-    const theme = localStorage.getItem(THEME_KEY);
-    return theme === "light" || theme === "dark" ? theme : null;
-  } catch {
-    return null;
-  }
-}
 
 /** The theme in effect: the user's choice, else the system's. */
 function currentTheme() {
