@@ -284,8 +284,7 @@ impl Chat {
         }
         let user = user_message(request);
         let mut new_texts = vec![model_text(&user)];
-        done.messages.push(user.clone());
-        let mut new_messages = vec![user];
+        done.messages.push(user);
         let names = self.registry.provider_names();
         let tools: Vec<Value> = self
             .registry
@@ -312,11 +311,10 @@ impl Chat {
             let answer = completion.message();
             new_texts.push(model_text(&answer));
             done.streaming.lock().clear();
-            done.messages.push(answer.clone());
-            new_messages.push(answer);
+            done.messages.push(answer);
             if completion.tool_calls.is_empty() {
                 send(Frame::Result { text: completion.text });
-                return Ok(new_messages);
+                return Ok(std::mem::take(&mut done.messages));
             }
             for call in &completion.tool_calls {
                 let mut asked = Vec::new();
@@ -326,8 +324,7 @@ impl Chat {
                 new_texts.push(model_text(&message));
                 message[UI_KEY] = ui_of(&frame, asked);
                 send(frame);
-                done.messages.push(message.clone());
-                new_messages.push(message);
+                done.messages.push(message);
             }
         }
         send(Frame::Error {
@@ -336,7 +333,7 @@ impl Chat {
                 provider.config().max_tool_rounds
             ),
         });
-        Ok(new_messages)
+        Ok(std::mem::take(&mut done.messages))
     }
 
     /// Runs one tool call through the registry; returns the text for the model and the
@@ -467,8 +464,8 @@ pub const STOPPED: &str = "[Stopped by the user before an answer was complete.]"
 /// `Error: {reason}` (the page shows the same text live).
 const STOPPED_CALL_REASON: &str = "the turn was stopped before this call finished.";
 
-/// A turn's messages as it goes, and the text of the model's answer streaming now: what a stop
-/// keeps ([`TurnSoFar::stopped`]).
+/// A turn's messages as it goes — the one list of them: a turn that ends takes it, a stopped
+/// one keeps it ([`TurnSoFar::stopped`]) — and the text of the model's answer streaming now.
 #[derive(Default)]
 struct TurnSoFar {
     messages: Vec<Value>,
