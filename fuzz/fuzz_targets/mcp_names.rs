@@ -1,4 +1,4 @@
-//! How `/mcp` names its apps' resources (issue 38, `http/namespacing.rs`, `http/multiplex.rs`):
+//! How `/mcp` names its apps' resources (issue 38, `http/mcp/namespacing.rs`, `http/mcp/multiplex.rs`):
 //! what a client sends back — a URI, a list cursor — and what the gateway writes into an app's
 //! results. What must hold, for any bytes:
 //! - reading a URI back (`restore_uri`) and a cursor (`Cursor::decode`) never panics;

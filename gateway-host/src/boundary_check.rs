@@ -83,7 +83,7 @@ const ONE_BY_ONE: usize = 2000;
 /// a row, µs): `diag.echo` across the boundary, and the same work done in-process — the params
 /// written as JSON, read, the answer built and written, and read back, as `ModuleHost::invoke`
 /// and the module do. The difference is what the boundary costs a call.
-async fn one_call_alone(module: &crate::module_host::ModuleHost) -> Result<(f64, f64), BoxError> {
+async fn one_call_alone(module: &crate::module::host::ModuleHost) -> Result<(f64, f64), BoxError> {
     let mut across = Vec::with_capacity(ONE_BY_ONE);
     for i in 0..ONE_BY_ONE {
         let started = Instant::now();

@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::http::auth::DEFAULT_TOKEN_ENV;
-use crate::module_host::ModuleHost;
+use crate::module::host::ModuleHost;
 use crate::serve;
-use crate::settings::Settings;
+use crate::config::settings::Settings;
 use crate::BoxError;
 
 /// Loads the module, creates an instance, runs `work`, and shuts the instance down again.

@@ -10,7 +10,7 @@ pub mod boundary_check;
 #[doc(hidden)]
 pub mod commands;
 #[doc(hidden)]
-pub mod config_keys;
+pub mod config;
 #[doc(hidden)]
 pub mod init;
 #[doc(hidden)]
@@ -18,20 +18,12 @@ pub mod logging;
 pub mod memory;
 #[doc(hidden)]
 pub mod serve;
-#[doc(hidden)]
-pub mod settings;
 
-mod app_http;
 mod chat;
-mod env_overrides;
-mod gateway_config;
 mod http;
+mod module;
 mod metrics;
-mod module_host;
-mod module_loader;
-mod relay;
 mod tools;
-mod workspace;
 #[cfg(test)]
 mod test_support;
 
@@ -46,25 +38,25 @@ pub mod fuzzing {
     pub use crate::chat::agent::{user_content, AppEvent, TurnRequest};
     pub use crate::chat::provider::{read_completion, AgentConfig, MAX_STREAM_BYTES, MAX_TOOL_CALLS};
     pub use crate::chat::store::title_of;
-    pub use crate::config_keys::{unknown_keys, UnknownKey};
-    pub use crate::env_overrides::apply_env_overrides;
-    pub use crate::gateway_config::{data_dir, module_config, module_path, parse_urls, DEFAULT_URLS};
+    pub use crate::config::config_keys::{unknown_keys, UnknownKey};
+    pub use crate::config::env_overrides::apply_env_overrides;
+    pub use crate::config::gateway_config::{data_dir, module_config, module_path, parse_urls, DEFAULT_URLS};
     pub use crate::http::auth::{
         bearer, cookies, host_part, is_loopback_name, is_loopback_origin, query_param, AuthPolicy, BrowserRefusal, Credential,
         RequestHead, SESSION_COOKIE,
     };
     pub use crate::http::chat::{input_answer, turn_request};
     pub use crate::http::connections::ConnectionLimits;
-    pub use crate::http::gateway_mcp::Compatibility;
-    pub use crate::http::jsonrpc_gate::{gate, params_problem, BodyLimit, Gated};
-    pub use crate::http::multiplex::{rewrite_result_uris, rewrite_ui_meta};
-    pub use crate::http::namespacing::{restore_uri, rewrite_uri, uri_key, Cursor};
-    pub use crate::http::pass_through::{eligible, Eligible};
+    pub use crate::http::mcp::gateway_mcp::Compatibility;
+    pub use crate::http::mcp::jsonrpc_gate::{gate, params_problem, BodyLimit, Gated};
+    pub use crate::http::mcp::multiplex::{rewrite_result_uris, rewrite_ui_meta};
+    pub use crate::http::mcp::namespacing::{restore_uri, rewrite_uri, uri_key, Cursor};
+    pub use crate::http::mcp::pass_through::{eligible, Eligible};
     pub use crate::http::sandbox::{listen_addrs, SandboxSite};
     pub use crate::logging::{setup as log_setup, Mode as LogMode};
-    pub use crate::settings::Settings;
+    pub use crate::config::settings::Settings;
     pub use crate::tools::preference::Preference;
-    pub use crate::workspace::{
+    pub use crate::config::workspace::{
         check_definition as check_workspace_definition, to_config_entry as workspace_server_entry, FieldProblem, ServerDefinition,
     };
 }

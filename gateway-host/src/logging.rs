@@ -6,7 +6,7 @@
 //! `module-info`, `boundary-check`), whose result is what they print on stdout.
 //!
 //! The `log` bridge is installed too, because the module's records arrive through it with their
-//! own targets (`mcpapp_plugin::…`, see `module_host.rs`): they come out in the same format.
+//! own targets (`mcpapp_plugin::…`, see `module/host.rs`): they come out in the same format.
 //!
 //! The configuration is read before this runs (the format comes from it), so a problem with the
 //! `Logging` section is kept in [`LogSetup::problems`] and logged by [`init`] once the
@@ -31,7 +31,7 @@ use tracing_subscriber::field::{RecordFields, VisitOutput as _};
 use tracing_subscriber::fmt::format::{DefaultVisitor, Writer};
 use tracing_subscriber::fmt::{FormatFields, MakeWriter};
 
-use crate::settings::Settings;
+use crate::config::settings::Settings;
 
 /// How each record is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

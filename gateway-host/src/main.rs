@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use gateway_host::{boundary_check, commands, config_keys, init, logging, serve, settings};
+use gateway_host::config::{config_keys, settings};
+use gateway_host::{boundary_check, commands, init, logging, serve};
 
 /// The MCP App gateway.
 #[derive(Debug, Parser)]

@@ -1,7 +1,7 @@
 //! The allocator of the gateway and of the module.
 //!
 //! The gateway and the module each link jemalloc as their Rust allocator (`main.rs` and
-//! `mcpapp-plugin/src/abi/allocator.rs` declare it; a cdylib has its own global allocator, and
+//! `mcpapp-plugin/src/runtime/allocator.rs` declare it; a cdylib has its own global allocator, and
 //! what crosses the boundary is freed by the side that made it). Two things made it the choice
 //! over glibc's malloc:
 //!

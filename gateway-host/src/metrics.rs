@@ -32,7 +32,7 @@ use prometheus_client::registry::Registry;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
-use crate::module_host::{HostEvent, ModuleHost};
+use crate::module::host::{HostEvent, ModuleHost};
 
 /// The `Content-Type` of what [`Metrics::scrape`] returns.
 pub use prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -263,7 +263,7 @@ impl Metrics {
         for outcome in [TurnOutcome::Ok, TurnOutcome::Error, TurnOutcome::Cancelled] {
             let _ = chat_turns.get_or_create(&OutcomeLabels { outcome: outcome.as_str() });
         }
-        for outcome in crate::module_host::SWAP_OUTCOMES {
+        for outcome in crate::module::host::SWAP_OUTCOMES {
             let _ = module_swaps.get_or_create(&OutcomeLabels { outcome });
         }
         Metrics {

@@ -6,13 +6,13 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::gateway_config::{data_dir, module_config, module_path, parse_urls, DEFAULT_URLS};
+use crate::config::gateway_config::{data_dir, module_config, module_path, parse_urls, DEFAULT_URLS};
 use crate::http::connections::ConnectionLimits;
 use crate::http::{self, GatewayState};
-use crate::module_host::ModuleHost;
-use crate::module_loader::{self, LoadedModule};
-use crate::settings::Settings;
-use crate::workspace::Workspace;
+use crate::module::host::ModuleHost;
+use crate::module::loader::{self as module_loader, LoadedModule};
+use crate::config::settings::Settings;
+use crate::config::workspace::Workspace;
 use crate::BoxError;
 
 /// Loads configuration and module, as every command does.

@@ -1,16 +1,18 @@
 //! The MCP App module: a stable-ABI library the gateway loads at startup.
 //!
-//! The source is grouped by layer:
-//! - [`abi`]: the boundary glue ([`abi::instance`] adapts everything to the `host-abi` interface;
-//!   [`abi::runtime`], [`abi::containment`] and [`abi::logging`] keep the boundary's rules);
+//! The source is grouped in four layers, each importing only the ones below it
+//! (`tests/layers.rs` checks it):
+//! - [`export`]: what the host calls ([`export::instance`] adapts the `host-abi` interface;
+//!   [`export::forward`] passes a client's request to an app, [`export::tool_bridge`] a model's
+//!   tool call);
 //! - [`apps`]: configuration → [`apps::discovery`] (manifests, [`apps::policy`], overrides) →
 //!   [`apps::install_state`] per app → [`apps::registry`] (lifecycle, supervision, reload);
 //! - [`upstream`]: [`upstream::app_server`] (one upstream MCP session per app) and what it needs
 //!   (process, session, catalog, relay);
-//! - [`bridge`]: [`bridge::tool_bridge`] (model-side results) and [`bridge::forward`] (raw
-//!   JSON-RPC for the browser).
+//! - [`runtime`]: the ground ([`runtime::executor`], the module's tokio runtime and its one
+//!   spawn; [`runtime::containment`], [`runtime::logging`], [`runtime::events`]).
 
-// Every task starts through `abi::runtime::Tasks::spawn` (clippy.toml lists the bare spawns).
+// Every task starts through `runtime::executor::Tasks::spawn` (clippy.toml lists the bare spawns).
 #![deny(clippy::disallowed_methods)]
 
 use std::sync::Arc;
@@ -21,9 +23,9 @@ use host_abi::{
     ModuleInstanceBox, RResult,
 };
 
-pub mod abi;
 pub mod apps;
-pub mod bridge;
+pub mod export;
+pub mod runtime;
 pub mod upstream;
 
 pub const MODULE_NAME: &str = env!("CARGO_PKG_NAME");
@@ -49,17 +51,17 @@ pub fn module_info() -> ModuleInfo {
 
 #[sabi_extern_fn]
 fn info() -> ModuleInfo {
-    abi::containment::contain("reading module info", module_info, |_| module_info())
+    runtime::containment::contain("reading module info", module_info, |_| module_info())
 }
 
 #[sabi_extern_fn]
 fn create(config: ModuleConfig, host: HostSinkBox) -> AbiResult<ModuleInstanceBox> {
-    abi::containment::contain(
+    runtime::containment::contain(
         "creating the module",
         || {
             let host = Arc::new(host);
-            abi::logging::install(host.clone());
-            abi::instance::Instance::create(config, host).map(abi::instance::Instance::into_abi).into()
+            runtime::logging::install(host.clone());
+            export::instance::Instance::create(config, host).map(export::instance::Instance::into_abi).into()
         },
         RResult::RErr,
     )

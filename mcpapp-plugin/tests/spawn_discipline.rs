@@ -1,4 +1,4 @@
-//! Every module task starts through `runtime::Tasks::spawn` (see `src/abi/runtime.rs`). `clippy.toml`
+//! Every module task starts through `runtime::executor::Tasks::spawn` (see `src/runtime/executor.rs`). `clippy.toml`
 //! forbids the bare spawns, but the tests run `cargo test`, not clippy: this is the same rule as a
 //! plain text check of the sources, cheap enough to run every time.
 
@@ -14,7 +14,7 @@ const FORBIDDEN: &[&str] = &[
     ".handle.spawn(",
 ];
 
-/// The helper's own call, allowed once, in `src/abi/runtime.rs` only.
+/// The helper's own call, allowed once, in `src/runtime/executor.rs` only.
 const HELPER_CALL: &str = "self.handle.spawn(";
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -43,7 +43,7 @@ fn module_tasks_start_only_through_the_runtime_helper() {
     let mut helper_calls = 0;
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
-        let is_runtime = file.ends_with("abi/runtime.rs");
+        let is_runtime = file.ends_with("runtime/executor.rs");
         for (n, line) in code_lines(&text) {
             if is_runtime && line.contains(HELPER_CALL) {
                 helper_calls += 1;

@@ -159,7 +159,7 @@ fn create_instance(dir: &Path) -> ModuleInstanceBox {
         extra_json: "{}".into(),
     };
     let sink = Arc::new(HostSink_TO::from_value(Quiet, TD_Opaque));
-    mcpapp_plugin::abi::instance::Instance::create(module_config, sink).expect("module creates").into_abi()
+    mcpapp_plugin::export::instance::Instance::create(module_config, sink).expect("module creates").into_abi()
 }
 
 /// A host that drops the instance without `shutdown` still gets its apps stopped.

@@ -225,7 +225,7 @@ fn thread_names(pid: u32) -> std::collections::BTreeMap<String, usize> {
 }
 
 /// A swapped-out library stays loaded, but lets go of its process-wide threads — the thread
-/// that forked its apps and its allocator's background thread (`mcpapp-plugin/src/abi/library.rs`)
+/// that forked its apps and its allocator's background thread (`mcpapp-plugin/src/runtime/library.rs`)
 /// — so swap after swap the gateway runs as many threads as it started with, and each new
 /// module's apps serve. Swapping back to a file already loaded takes its threads up again.
 #[test]

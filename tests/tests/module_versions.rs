@@ -3,7 +3,7 @@
 //! - a module of the next minor version (a method appended to `ModuleInstance` and one to
 //!   `HostSink`) loads in today's gateway and serves;
 //! - a host of the next minor version (the `altered-abi-host` fixture, which runs the gateway's own
-//!   `module_loader.rs`) loads today's module and reports the optional method unavailable while
+//!   `module/loader.rs`) loads today's module and reports the optional method unavailable while
 //!   the rest works;
 //! - a module (or host) of another major version is refused in a few lines naming both versions;
 //! - and what `abi_stable` 0.11.3 decides by itself, the facts the policy is built on.

@@ -1,4 +1,4 @@
-//! The short way through both MCP endpoints (`gateway-host/src/http/pass_through.rs`): a plain
+//! The short way through both MCP endpoints (`gateway-host/src/http/mcp/pass_through.rs`): a plain
 //! 2026-07-28 `tools/call` is answered without rmcp's server in between. It must answer exactly
 //! what the protocol library's path answers. The same request with a progress token in `_meta`
 //! (which the short way leaves to rmcp) takes the long way, so every case is sent both ways to

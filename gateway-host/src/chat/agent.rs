@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::provider::{Provider, ProviderError, ToolCall};
 use super::store::{model_text, title_of, ForwardedInput, SessionStore, StoreError, UI_KEY};
 use crate::metrics::{Metrics, TurnOutcome};
-use crate::relay::{error_object, random_hex, RelayEvent, Step};
+use crate::module::relay::{error_object, random_hex, RelayEvent, Step};
 use crate::tools::{ToolRegistry, ToolResult};
 
 /// What a turn reports, as `data: {"type": …}` frames of `POST /apps/chat`.

@@ -9,7 +9,7 @@ pub mod store_sqlite;
 
 use std::sync::Arc;
 
-use crate::settings::Settings;
+use crate::config::settings::Settings;
 use store::{SessionStore, StoreError};
 
 /// The session store the configuration asks for: `Sessions.Store` = `"sqlite"` (default; the file
@@ -17,7 +17,7 @@ use store::{SessionStore, StoreError};
 pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreError> {
     let kind = settings.get_str("Sessions:Store").unwrap_or_else(|| "sqlite".to_string());
     match kind.to_ascii_lowercase().as_str() {
-        "sqlite" => Ok(Arc::new(store_sqlite::SqliteStore::open(&crate::gateway_config::data_dir(settings).join("sessions.db"))?)),
+        "sqlite" => Ok(Arc::new(store_sqlite::SqliteStore::open(&crate::config::gateway_config::data_dir(settings).join("sessions.db"))?)),
         "redis" => {
             let url = settings.get_str("Sessions:RedisUrl").ok_or_else(|| StoreError::Backend {
                 store: "redis",

@@ -9,7 +9,7 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::settings::Settings;
+use crate::config::settings::Settings;
 
 /// `Agent.*`: where the model is and how the agent uses it.
 #[derive(Debug, Clone)]

@@ -25,8 +25,8 @@ use serde_json::{json, Value};
 use super::auth::json_error;
 use super::connections;
 use super::GatewayState;
-use crate::module_host::SwapError;
-use crate::module_loader::LoadError;
+use crate::module::host::SwapError;
+use crate::module::loader::LoadError;
 
 /// How long a swap lets calls in flight finish before cancelling them, when
 /// `Gateway.ModuleSwapDrainSeconds` is not set.
@@ -60,7 +60,7 @@ pub async fn swap_module(State(state): State<Arc<GatewayState>>, headers: Header
             format!("{} is the module serving now (a library is loaded once per path: give each build its own file name)", path.display()),
         );
     }
-    let config = crate::gateway_config::module_config(&state.workspace.module_settings());
+    let config = crate::config::gateway_config::module_config(&state.workspace.module_settings());
     match state.module.swap(&path, config, drain_bound(&state)).await {
         Ok(record) => Json(json!({ "ok": true, "module": state.module.summary(), "swap": record })).into_response(),
         Err(e) => swap_refusal(&e),
@@ -115,7 +115,7 @@ pub async fn reload_apps(State(state): State<Arc<GatewayState>>, headers: Header
             state.tools.refresh().await;
             Json(json!({ "ok": true, "report": report })).into_response()
         }
-        Err(crate::workspace::WorkspaceError::Module(e)) => module_failure(&e),
+        Err(crate::config::workspace::WorkspaceError::Module(e)) => module_failure(&e),
         // The configuration file does not read: nothing changed.
         Err(e) => json_error(StatusCode::UNPROCESSABLE_ENTITY, "bad_configuration", format!("{e}; nothing was reloaded")),
     }
@@ -140,12 +140,12 @@ async fn app_operation(state: &GatewayState, headers: &HeaderMap, id: &str, star
         Ok(apps) => apps,
         Err(e) => return module_failure(&e),
     };
-    if !apps.iter().any(|a| a.id.as_str() == id && crate::module_host::is_mcp_app(a)) {
+    if !apps.iter().any(|a| a.id.as_str() == id && crate::module::host::is_mcp_app(a)) {
         return json_error(StatusCode::NOT_FOUND, "no_such_app", format!("there is no MCP App '{id}'"));
     }
     let outcome = if start { state.module.start_app(id).await } else { state.module.stop_app(id).await };
     match outcome {
-        Ok(app) => Json(json!({ "ok": true, "app": crate::module_host::app_json(&app) })).into_response(),
+        Ok(app) => Json(json!({ "ok": true, "app": crate::module::host::app_json(&app) })).into_response(),
         // The app did not come up: say why, and show where it stands now.
         Err(e) if e.code.as_str() == host_abi::error_code::UPSTREAM => json_error(
             StatusCode::BAD_GATEWAY,

@@ -39,7 +39,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::GatewayState;
-use crate::settings::Settings;
+use crate::config::settings::Settings;
 
 /// The cookie `POST /auth/session` sets.
 pub const SESSION_COOKIE: &str = "gateway_session";

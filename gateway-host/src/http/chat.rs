@@ -21,7 +21,7 @@ use super::auth::json_error;
 use super::connections::{self, MAX_JSON_BODY_BYTES};
 use super::GatewayState;
 use crate::chat::agent::{AppEvent, TurnRequest};
-use crate::relay::random_hex;
+use crate::module::relay::random_hex;
 
 /// The body as a JSON object, or the 4xx naming what is wrong with it (`body` is what
 /// `connections::read_body` read, or its refusal).
@@ -191,7 +191,7 @@ pub async fn opened(State(state): State<Arc<GatewayState>>, Path(id): Path<Strin
         Ok(apps) => apps,
         Err(e) => return json_error(StatusCode::SERVICE_UNAVAILABLE, "module_unavailable", e.message.as_str().to_string()),
     };
-    let app = apps.iter().find(|a| a.id.as_str() == app_id && crate::module_host::is_mcp_app(a));
+    let app = apps.iter().find(|a| a.id.as_str() == app_id && crate::module::host::is_mcp_app(a));
     let Some(app) = app else {
         return json_error(StatusCode::NOT_FOUND, "no_such_app", format!("there is no MCP App '{app_id}'"));
     };

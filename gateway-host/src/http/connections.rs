@@ -39,7 +39,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Sleep;
 
 use super::auth::json_error;
-use crate::settings::Settings;
+use crate::config::settings::Settings;
 
 const DEFAULT_HEADER_READ: Duration = Duration::from_secs(15);
 const DEFAULT_BODY: Duration = Duration::from_secs(60);

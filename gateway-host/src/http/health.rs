@@ -44,7 +44,7 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
     Json(json!({
         "ok": true,
         "name": "gateway-host",
-        "version": crate::gateway_config::GATEWAY_VERSION,
+        "version": crate::config::gateway_config::GATEWAY_VERSION,
         "mcp": listing.featured_mcp,
         "sandbox": state.sandbox.origin(&headers),
         "agent": state.chat.status(),
@@ -56,7 +56,7 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
 /// The MCP Apps as the browser sees them: what `/apps/health` and `/apps/events` both send, so
 /// the two can never disagree.
 pub struct AppListing {
-    /// One entry per MCP App ([`crate::module_host::app_json`] plus its `mcp` URL), in registry
+    /// One entry per MCP App ([`crate::module::host::app_json`] plus its `mcp` URL), in registry
     /// order; standard `Plugins.Mcp` servers are left out (they have no place under `/apps/*`).
     pub apps: Vec<Value>,
     /// The `/apps/mcp/{appId}` URL of the first Running app with a UI, else of the first Running
@@ -67,7 +67,7 @@ pub struct AppListing {
 /// Builds the [`AppListing`] for a request (its `Host` decides the absolute URLs).
 pub async fn app_listing(state: &GatewayState, headers: &HeaderMap) -> Result<AppListing, AbiError> {
     let apps: Vec<AppDescriptor> =
-        state.module.list_apps().await?.into_iter().filter(crate::module_host::is_mcp_app).collect();
+        state.module.list_apps().await?.into_iter().filter(crate::module::host::is_mcp_app).collect();
     let base = base_url(state, headers);
     let mcp_url = |id: &str| format!("{base}/apps/mcp/{}", encode_segment(id));
     let running = |a: &&AppDescriptor| AppState::of(a.state.as_str()) == AppState::Running;
@@ -75,7 +75,7 @@ pub async fn app_listing(state: &GatewayState, headers: &HeaderMap) -> Result<Ap
     let list = apps
         .iter()
         .map(|a| {
-            let mut entry = crate::module_host::app_json(a);
+            let mut entry = crate::module::host::app_json(a);
             entry["mcp"] = json!(mcp_url(a.id.as_str()));
             entry
         })

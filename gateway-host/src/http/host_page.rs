@@ -24,7 +24,7 @@ use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 use tokio::sync::broadcast::Receiver;
 
 use super::GatewayState;
-use crate::module_host::HostEvent;
+use crate::module::host::HostEvent;
 
 const INDEX_HTML: &[u8] = include_bytes!("../../web/dist/index.html");
 const HOST_JS: &[u8] = include_bytes!("../../web/dist/host.js");

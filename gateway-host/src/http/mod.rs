@@ -24,31 +24,21 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use axum::Router;
 
-use crate::module_host::ModuleHost;
-use crate::settings::Settings;
+use crate::module::host::ModuleHost;
+use crate::config::settings::Settings;
 use crate::tools::preference::Preference;
 use crate::tools::ToolRegistry;
 use tokio_util::sync::CancellationToken;
 
 pub mod admin;
-mod apps_mcp;
 pub(crate) mod chat;
 pub mod auth;
 pub mod connections;
 mod cors;
-pub mod gateway_mcp;
 mod health;
-mod known_sessions;
 mod host_page;
-mod mcp_sessions;
-pub(crate) mod jsonrpc_gate;
-mod mcp_relay;
-mod mcp_tasks;
-pub(crate) mod multiplex;
-pub(crate) mod namespacing;
-mod resource_holds;
+pub(crate) mod mcp;
 mod metrics;
-pub(crate) mod pass_through;
 pub mod sandbox;
 mod tools;
 mod workspace_mcp;
@@ -63,7 +53,7 @@ pub struct GatewayState {
     /// Auth rules and browser sessions (R36), fixed at startup.
     pub auth: auth::AuthPolicy,
     /// The configuration the module's apps come from, and the workspace's MCP servers (R40).
-    pub workspace: Arc<crate::workspace::Workspace>,
+    pub workspace: Arc<crate::config::workspace::Workspace>,
     /// The native tool registry (R30) the agent and `/mcp` read from.
     pub tools: Arc<ToolRegistry>,
     /// Cancelled when the gateway shuts down (ends `/mcp` sessions and streams).
@@ -73,13 +63,13 @@ pub struct GatewayState {
     /// The agent's chat and its sessions (R33–R35).
     pub chat: Arc<crate::chat::agent::Chat>,
     /// The `/apps/mcp/{appId}` endpoint (rmcp's Streamable HTTP server with the app proxy).
-    pub apps_mcp: StreamableHttpService<apps_mcp::AppsMcp, LocalSessionManager>,
+    pub apps_mcp: StreamableHttpService<mcp::apps_mcp::AppsMcp, LocalSessionManager>,
     /// Its short way for plain 2026-07-28 `tools/call` requests.
-    pub pass_through: pass_through::PassThrough,
+    pub pass_through: mcp::pass_through::PassThrough,
     /// What `GET /metrics` reports; the registry, the chat and `/apps/mcp` count into it.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The resources held at the apps for the clients of both MCP endpoints.
-    resource_holds: Arc<resource_holds::ResourceHolds>,
+    resource_holds: Arc<mcp::resource_holds::ResourceHolds>,
 }
 
 impl GatewayState {
@@ -89,7 +79,7 @@ impl GatewayState {
     pub fn new(
         module: Arc<ModuleHost>,
         settings: Settings,
-        workspace: Arc<crate::workspace::Workspace>,
+        workspace: Arc<crate::config::workspace::Workspace>,
         bound: Vec<SocketAddr>,
         sandbox_bound: Vec<SocketAddr>,
     ) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -106,14 +96,14 @@ impl GatewayState {
         if let Err(why) = &provider {
             tracing::info!("Chat agent: {why}");
         }
-        let shared_sessions = mcp_sessions::for_store(&store);
+        let shared_sessions = mcp::mcp_sessions::for_store(&store);
         let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider, metrics.clone()));
         let shutdown = CancellationToken::new();
-        let resource_holds = resource_holds::ResourceHolds::new(module.clone());
-        let (apps_mcp, pass_through) = apps_mcp::service(
+        let resource_holds = mcp::resource_holds::ResourceHolds::new(module.clone());
+        let (apps_mcp, pass_through) = mcp::apps_mcp::service(
             tools.clone(),
-            gateway_mcp::Compatibility::from_settings(&settings),
-            apps_mcp::max_request_bytes(&settings),
+            mcp::gateway_mcp::Compatibility::from_settings(&settings),
+            mcp::apps_mcp::max_request_bytes(&settings),
             shared_sessions,
             shutdown.child_token(),
             metrics.clone(),
@@ -140,9 +130,9 @@ impl GatewayState {
 
 pub fn router(state: Arc<GatewayState>) -> Router {
     // Both MCP endpoints: the JSON-RPC gate before rmcp, the DELETE status after it.
-    let limit = jsonrpc_gate::BodyLimit(apps_mcp::max_request_bytes(&state.settings));
-    let gate = from_fn_with_state(limit, jsonrpc_gate::gate);
-    let session_end = axum::middleware::from_fn(gateway_mcp::session_end_status);
+    let limit = mcp::jsonrpc_gate::BodyLimit(mcp::apps_mcp::max_request_bytes(&state.settings));
+    let gate = from_fn_with_state(limit, mcp::jsonrpc_gate::gate);
+    let session_end = axum::middleware::from_fn(mcp::gateway_mcp::session_end_status);
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::scrape))
@@ -165,25 +155,25 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/sessions", get(chat::list))
         .route("/apps/sessions/{id}", get(chat::get).patch(chat::rename).delete(chat::delete))
         .route("/apps/sessions/{id}/opened", post(chat::opened))
-        .route("/apps/mcp/{app_id}", any(apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
+        .route("/apps/mcp/{app_id}", any(mcp::apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
         .nest_service("/mcp", {
             // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
-            let mux = (!gateway_mcp::tools_only(&state.settings)).then(|| {
-                let mux = multiplex::Multiplexer::new(state.module.clone());
+            let mux = (!mcp::gateway_mcp::tools_only(&state.settings)).then(|| {
+                let mux = mcp::multiplex::Multiplexer::new(state.module.clone());
                 mux.follow_module();
                 mux
             });
-            let (service, short) = gateway_mcp::service(
+            let (service, short) = mcp::gateway_mcp::service(
                 state.tools.clone(),
                 mux,
-                gateway_mcp::Compatibility::from_settings(&state.settings),
-                apps_mcp::max_request_bytes(&state.settings),
-                mcp_sessions::for_store(state.chat.store()),
+                mcp::gateway_mcp::Compatibility::from_settings(&state.settings),
+                mcp::apps_mcp::max_request_bytes(&state.settings),
+                mcp::mcp_sessions::for_store(state.chat.store()),
                 state.shutdown.child_token(),
                 state.resource_holds.clone(),
             );
             Router::new()
-                .fallback(move |request: axum::extract::Request| gateway_mcp::handle(service.clone(), short.clone(), request))
+                .fallback(move |request: axum::extract::Request| mcp::gateway_mcp::handle(service.clone(), short.clone(), request))
                 .layer(gate)
                 .layer(session_end)
         })

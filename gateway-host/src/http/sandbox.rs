@@ -33,7 +33,7 @@ use serde_json::Value;
 
 use super::auth::{host_part, is_loopback_name, query_param};
 use super::health::valid_authority;
-use crate::settings::Settings;
+use crate::config::settings::Settings;
 
 /// The sandbox page (it loads the app's HTML into itself and bridges it to the host page).
 const SANDBOX_HTML: &[u8] = include_bytes!("../../web/dist/sandbox.html");
@@ -83,7 +83,7 @@ pub fn listen_addrs(settings: &Settings, gateway: &[SocketAddr]) -> Result<Vec<S
     let (key, addrs) = match configured {
         Some((key, urls)) => {
             let addrs =
-                crate::gateway_config::parse_urls(&urls).map_err(|e| SandboxConfigError::Urls { key, reason: e.to_string() })?;
+                crate::config::gateway_config::parse_urls(&urls).map_err(|e| SandboxConfigError::Urls { key, reason: e.to_string() })?;
             (key, addrs)
         }
         None => {

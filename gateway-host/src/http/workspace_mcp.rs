@@ -10,7 +10,7 @@
 //! - `GET|PUT|DELETE /admin/workspace/mcp/{id}`: one server; `PUT` replaces (or adds) it.
 //!
 //! The rules of a definition (the command allowlist above all, and the module's own rules for a
-//! server) are in [`crate::workspace`]; they are applied here, before anything is written, so a
+//! server) are in [`crate::config::workspace`]; they are applied here, before anything is written, so a
 //! definition that could never run is a 400 naming its field (`error.field`), not a 201 followed
 //! by a Failed server.
 
@@ -27,7 +27,7 @@ use super::admin::module_failure;
 use super::auth::json_error;
 use super::connections;
 use super::GatewayState;
-use crate::workspace::{FieldProblem, ServerDefinition, WorkspaceError};
+use crate::config::workspace::{FieldProblem, ServerDefinition, WorkspaceError};
 
 /// Registry keys of standard servers: `mcp:{id}` (the tool provider id as well).
 fn key(id: &str) -> String {
@@ -142,7 +142,7 @@ async fn one(state: &GatewayState, id: &str, definition: &ServerDefinition, relo
 /// The module's view of every registry entry, by key, as `/apps/health` shows an app.
 async fn live_states(state: &GatewayState) -> std::collections::HashMap<String, Value> {
     match state.module.list_apps().await {
-        Ok(apps) => apps.iter().map(|a| (a.id.as_str().to_string(), crate::module_host::app_json(a))).collect(),
+        Ok(apps) => apps.iter().map(|a| (a.id.as_str().to_string(), crate::module::host::app_json(a))).collect(),
         Err(e) => {
             tracing::warn!("cannot list the module's servers: {e}");
             Default::default()

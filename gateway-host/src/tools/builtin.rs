@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{ToolResult, ToolSpec};
-use crate::module_host::ModuleHost;
+use crate::module::host::ModuleHost;
 
 pub const PROVIDER_ID: &str = "builtin:gateway";
 
@@ -49,7 +49,7 @@ pub async fn call(builtin: Builtin, module: &ModuleHost, args: &Value) -> ToolRe
             let apps: Vec<Value> = apps
                 .iter()
                 .filter(|a| wanted.as_deref().is_none_or(|w| a.state.as_str() == w))
-                .map(crate::module_host::app_json)
+                .map(crate::module::host::app_json)
                 .collect();
             let text = if apps.is_empty() {
                 "No apps.".to_string()

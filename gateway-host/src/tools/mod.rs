@@ -19,7 +19,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::metrics::{Metrics, ToolOutcome};
-use crate::module_host::ModuleHost;
+use crate::module::host::ModuleHost;
 use builtin::Builtin;
 use names::ProviderNames;
 use preference::Preference;

@@ -693,7 +693,7 @@ mod tests {
         let (walked, _) = find_manifest_files(&[t.path().to_path_buf()]);
         let logged = Arc::new(AtomicUsize::new(0));
         let subscriber = tracing_subscriber::registry().with(Count(logged.clone()));
-        let r = crate::abi::logging::with_scoped_subscriber(subscriber, || discover(&config(vec![t.path().to_path_buf()]), None));
+        let r = crate::runtime::logging::with_scoped_subscriber(subscriber, || discover(&config(vec![t.path().to_path_buf()]), None));
         let paths: Vec<_> = r.apps.iter().map(|a| a.manifest_path.clone()).collect();
         assert_eq!(paths, walked, "discovery order is the walk's");
         let sequential: Vec<InstallState> = {
@@ -856,7 +856,7 @@ mod tests {
         )
         .unwrap();
         let cap = Capture::default();
-        crate::abi::logging::with_scoped_subscriber(tracing_subscriber::registry().with(cap.clone()), || {
+        crate::runtime::logging::with_scoped_subscriber(tracing_subscriber::registry().with(cap.clone()), || {
             discover(&config(vec![t.path().to_path_buf()]), None);
             let mut off = config(vec![]);
             off.enabled = false;

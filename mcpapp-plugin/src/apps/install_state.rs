@@ -354,7 +354,7 @@ mod tests {
         }
         let cap = Capture::default();
         let sub = tracing_subscriber::registry().with(cap.clone());
-        crate::abi::logging::with_scoped_subscriber(sub, || {
+        crate::runtime::logging::with_scoped_subscriber(sub, || {
             let mut a = app();
             a.transition(AppState::Validated, "").unwrap();
             a.fail("boom").unwrap();

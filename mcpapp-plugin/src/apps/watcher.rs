@@ -9,7 +9,7 @@ use notify::{RecursiveMode, Watcher as _};
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::abi::runtime::Tasks;
+use crate::runtime::executor::Tasks;
 use crate::apps::manifest::MANIFEST_FILE_NAME;
 
 /// Quiet period after the last change before reloading: editors write files in several steps.

@@ -23,10 +23,10 @@ use tokio_util::sync::CancellationToken;
 
 use host_abi::HostSinkBox;
 
-use crate::abi::containment::panic_message;
-use crate::abi::events::EventSink;
-use crate::abi::faults::{Faults, Site};
-use crate::abi::runtime::Tasks;
+use crate::runtime::containment::panic_message;
+use crate::runtime::events::EventSink;
+use crate::runtime::faults::{Faults, Site};
+use crate::runtime::executor::Tasks;
 use crate::apps::install_state::{AppState, InstallState};
 use crate::apps::manifest::{Manifest, Transport};
 use crate::upstream::catalog::{self, Catalog};

@@ -5,7 +5,7 @@
 //! tokio), so a call the host's worker made went to the module's worker to be sent, and its answer
 //! came back the same way — two thread wake-ups per proxied call, which were most of the
 //! gateway's CPU per call (`bench proxy`, issue 15). A request the host sends is driven by the
-//! host's runtime, and a call run on the host's worker ([`crate::abi::runtime::Placement::Inline`],
+//! host's runtime, and a call run on the host's worker ([`crate::runtime::executor::Placement::Inline`],
 //! see [`HttpSender::runs_on_host`]) then never leaves it.
 //!
 //! Either way the answer is an [`Answer`] whose body, dropped before its end, is read to its end
@@ -21,7 +21,7 @@ use futures::{FutureExt as _, StreamExt as _};
 use host_abi::{error_code, HostSinkBox, HttpBodyBox, HttpPost, ModuleConfigExtra};
 use http::HeaderMap;
 
-use crate::abi::runtime::Tasks;
+use crate::runtime::executor::Tasks;
 
 /// How long the end of an answer dropped before it is waited for.
 const END_OF_ANSWER_WAIT: Duration = Duration::from_secs(2);
@@ -174,7 +174,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
-    use crate::abi::runtime::ModuleRuntime;
+    use crate::runtime::executor::ModuleRuntime;
 
     /// Answers each request on a connection (one read is one small request here) with a chunked
     /// event stream whose second event comes 50 ms after the first; counts connections.

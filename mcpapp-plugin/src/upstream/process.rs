@@ -5,7 +5,7 @@
 //!
 //! Every fork of the module happens on one dedicated thread, `mcpapp-spawner`, started on first
 //! use and ending only when neither a module instance of this library nor a child it forked is
-//! left ([`retire_spawner`], called by [`crate::abi::library`]) — a library swapped out stays
+//! left ([`retire_spawner`], called by [`crate::runtime::library`]) — a library swapped out stays
 //! loaded, and would otherwise keep a thread per swap. That matters because of `PR_SET_PDEATHSIG`,
 //! which each app gets so that it dies with the gateway even when the gateway is SIGKILLed: the
 //! kernel sends the death signal when the *thread* that forked the child exits, not the process.
@@ -63,8 +63,8 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-use crate::abi::library::InUse;
-use crate::abi::runtime::Tasks;
+use crate::runtime::library::InUse;
+use crate::runtime::executor::Tasks;
 use crate::apps::manifest::Manifest;
 
 /// The variables of the gateway's environment an app inherits (when set), beside every `LC_*`
@@ -118,7 +118,7 @@ pub struct AppProcess {
     // Dropped after the group is killed (fields drop after `Drop::drop`).
     _guardian: Option<Guardian>,
     /// Keeps the spawner thread (whose exit would be this child's death signal) while the child
-    /// lives, instance or not ([`crate::abi::library`]). Last, so it goes after the guardian.
+    /// lives, instance or not ([`crate::runtime::library`]). Last, so it goes after the guardian.
     _library: InUse,
 }
 
@@ -152,7 +152,7 @@ impl AppProcess {
             stdio_transport,
             app_id: app_id.to_string(),
             command: command.clone(),
-            library: crate::abi::library::in_use(),
+            library: crate::runtime::library::in_use(),
         };
         let spawner_err =
             |reason: String| SpawnError::Spawner { command: command.display().to_string(), reason };
@@ -417,7 +417,7 @@ fn spawner_loop(rx: mpsc::Receiver<Message>) {
                 if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
                     tracing::error!(
                         "panic while spawning an app process: {}",
-                        crate::abi::containment::panic_message(&*payload)
+                        crate::runtime::containment::panic_message(&*payload)
                     );
                 }
             }

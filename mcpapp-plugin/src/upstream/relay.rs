@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::abi::events::EventSink;
+use crate::runtime::events::EventSink;
 
 /// What answers a relayed request: the client's result, or its JSON-RPC error.
 pub type Answer = Result<Value, ErrorData>;

@@ -29,9 +29,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::abi::events::EventSink;
+use crate::runtime::events::EventSink;
 use crate::apps::manifest::Manifest;
-use crate::abi::runtime::Tasks;
+use crate::runtime::executor::Tasks;
 use crate::upstream::http_relay::HttpRelay;
 use crate::upstream::http_sender::HttpSender;
 use crate::upstream::short_way::{CallContext, Envelope, Relayed, ShortWay};

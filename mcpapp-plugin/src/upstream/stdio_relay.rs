@@ -35,7 +35,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::abi::runtime::Tasks;
+use crate::runtime::executor::Tasks;
 use crate::upstream::short_way::{cancelled_notification, request_message, response_outcome, CallContext, Relayed};
 use crate::upstream::session::UpstreamError;
 

@@ -29,7 +29,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::abi::runtime::Tasks;
+use crate::runtime::executor::Tasks;
 use crate::upstream::session::{Notifier, Session, UpstreamSignal};
 
 /// The resource URIs an app's clients subscribed to (through the browser proxy).

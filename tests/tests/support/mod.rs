@@ -113,7 +113,7 @@ impl TestModule {
             host_version: "0.1.0".into(),
             extra_json: "{}".into(),
         };
-        let instance = mcpapp_plugin::abi::instance::Instance::create(module_config, sink).expect("module creates").into_abi();
+        let instance = mcpapp_plugin::export::instance::Instance::create(module_config, sink).expect("module creates").into_abi();
         TestModule { instance, recorded, dir, next_call: std::sync::atomic::AtomicU64::new(1) }
     }
 

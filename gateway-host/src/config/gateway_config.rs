@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use host_abi::ModuleConfig;
 
-use crate::module_loader;
-use crate::settings::Settings;
+use crate::module::loader as module_loader;
+use crate::config::settings::Settings;
 use crate::BoxError;
 
 pub const DEFAULT_URLS: &str = "http://127.0.0.1:5000";

@@ -20,8 +20,8 @@ use rmcp::service::{RequestContext, RoleServer, ServiceError};
 use rmcp::ErrorData;
 use serde_json::{json, Map, Value};
 
-use crate::module_host::ModuleHost;
-use crate::relay::{error_object, Parked, RelayEvent, RelayedCall, Step};
+use crate::module::host::ModuleHost;
+use crate::module::relay::{error_object, Parked, RelayEvent, RelayedCall, Step};
 
 /// How a relayed call ended for this request.
 pub enum Outcome<T> {

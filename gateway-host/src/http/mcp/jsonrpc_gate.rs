@@ -33,7 +33,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use host_abi::jsonrpc;
 
-use super::connections::{self, BodyRead};
+use crate::http::connections::{self, BodyRead};
 use serde_json::{json, Value};
 
 const BATCH_REFUSED: &str = "Invalid Request: JSON-RPC batches are not part of MCP since 2025-06-18; send one message per POST";

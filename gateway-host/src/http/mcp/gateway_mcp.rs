@@ -44,8 +44,8 @@ use super::mcp_tasks::Tasks;
 use super::multiplex::{self, Change, List, Multiplexer};
 use super::pass_through::{self, Message};
 use super::resource_holds::{ResourceHolds, SessionHolds};
-use crate::relay::{Parked, RelayedCall};
-use crate::settings::Settings;
+use crate::module::relay::{Parked, RelayedCall};
+use crate::config::settings::Settings;
 use crate::tools::{ToolRegistry, ToolResult, ToolSource, ToolSpec};
 
 /// The MCP Apps extension a client declares in its capabilities' `extensions` to render app UIs

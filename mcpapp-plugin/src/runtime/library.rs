@@ -27,7 +27,7 @@ pub fn in_use() -> InUse {
         // After a retirement: the allocator's thread again (nothing to do the first time, it
         // starts with the library). The spawner starts again at the next spawn by itself.
         #[cfg(not(fuzzing))]
-        crate::abi::allocator::resume();
+        crate::runtime::allocator::resume();
     }
     *live += 1;
     InUse(())
@@ -42,7 +42,7 @@ impl Drop for InUse {
         if *live == 0 {
             crate::upstream::process::retire_spawner();
             #[cfg(not(fuzzing))]
-            crate::abi::allocator::retire();
+            crate::runtime::allocator::retire();
         }
     }
 }

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
 use super::namespacing::{restore_uri, rewrite_uri, Cursor};
-use crate::module_host::{HostEvent, ModuleHost};
+use crate::module::host::{HostEvent, ModuleHost};
 
 /// How many items one page of a list gathers before it ends at an app's boundary.
 const PAGE_ITEMS: usize = 200;

@@ -5,7 +5,7 @@
 //! The module reports a relayed call's messages as `call.*` events (`host_abi::relay`); the sink
 //! hands them to the one [`RelayedCall`] waiting for them here instead of broadcasting them. An
 //! endpoint drives a call with [`RelayedCall::next`] — events first, so notifications always
-//! precede the result — and answers questions through [`crate::module_host::ModuleHost::respond`].
+//! precede the result — and answers questions through [`crate::module::host::ModuleHost::respond`].
 //!
 //! A client of the stateless 2026-07-28 revision answers questions by retrying its request
 //! (multi-round-trip `input_required` results): between rounds the call waits in [`Parked`],

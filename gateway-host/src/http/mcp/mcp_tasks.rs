@@ -20,8 +20,8 @@ use rmcp::task_manager::{TaskContext, TaskExit, TaskManager, TaskOptions};
 use rmcp::ErrorData;
 use serde_json::{json, Value};
 
-use crate::module_host::ModuleHost;
-use crate::relay::{error_object, RelayEvent, RelayedCall, Step};
+use crate::module::host::ModuleHost;
+use crate::module::relay::{error_object, RelayEvent, RelayedCall, Step};
 
 /// How many task ids `tasks/list` remembers.
 const LISTED_TASKS: usize = 1000;

@@ -19,9 +19,9 @@ use serde_json::Value;
 use tokio::sync::{broadcast, OwnedRwLockReadGuard};
 use tokio_util::sync::CancellationToken;
 
-use crate::app_http::AppHttp;
-use crate::module_loader::{LoadedModule, ModuleSummary};
-use crate::relay::{RelayRoutes, RelayedCall};
+use crate::module::app_http::AppHttp;
+use crate::module::loader::{LoadedModule, ModuleSummary};
+use crate::module::relay::{RelayRoutes, RelayedCall};
 
 /// A module event, owned by the host.
 #[derive(Debug, Clone)]
@@ -216,7 +216,7 @@ pub enum SwapError {
     #[error("another module swap is in progress")]
     Busy,
     #[error(transparent)]
-    Refused(#[from] crate::module_loader::LoadError),
+    Refused(#[from] crate::module::loader::LoadError),
     #[error("module {path} refused to start: {error}")]
     Create { path: String, error: AbiError },
 }
@@ -535,7 +535,7 @@ impl ModuleHost {
     /// The steps of [`ModuleHost::swap`]; `to` gains the new module's identity once known.
     /// Returns how many calls had to be cancelled.
     async fn swap_to(&self, path: &Path, config: ModuleConfig, drain: Duration, to: &mut Value) -> Result<usize, SwapError> {
-        let loaded = crate::module_loader::load(path)?;
+        let loaded = crate::module::loader::load(path)?;
         let summary = loaded.summary();
         *to = serde_json::to_value(&summary).unwrap_or(Value::Null);
         tracing::info!("Module swap: {} {} → {} {} ({})", self.summary().name, self.summary().version, summary.name, summary.version, summary.path);

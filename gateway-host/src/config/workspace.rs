@@ -35,8 +35,8 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::module_host::ModuleHost;
-use crate::settings::Settings;
+use crate::module::host::ModuleHost;
+use crate::config::settings::Settings;
 
 /// The file under `Gateway.DataPath` that holds the workspace's server definitions.
 pub const FILE_NAME: &str = "workspace-mcp.json";
@@ -124,7 +124,7 @@ pub enum WorkspaceError {
     #[error("{path} cannot be read: {message}")]
     Corrupt { path: PathBuf, message: String },
     #[error("the configuration file cannot be re-read: {0}")]
-    Settings(#[from] crate::settings::SettingsError),
+    Settings(#[from] crate::config::settings::SettingsError),
     #[error("the module refused the new configuration: {0}")]
     Module(AbiError),
 }

@@ -30,7 +30,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::runtime::{Handle, Runtime};
 use tokio_util::sync::CancellationToken;
 
-use crate::abi::containment::panic_message;
+use crate::runtime::containment::panic_message;
 
 /// How long tasks still running get to finish once the runtime shuts down.
 pub const TASK_GRACE: Duration = Duration::from_secs(2);

@@ -43,7 +43,7 @@ use host_abi::payloads::{AppDetail, AppState};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::auth::query_param;
+use crate::http::auth::query_param;
 use super::gateway_mcp::{server_config, Compatibility};
 use super::mcp_relay::{self, Outcome};
 use super::jsonrpc_gate::Gated;
@@ -51,12 +51,12 @@ use super::known_sessions::{KnownSessions, Registration};
 use super::mcp_tasks::Tasks;
 use super::pass_through::PassThrough;
 use super::resource_holds::{ResourceHolds, SessionHolds};
-use super::GatewayState;
+use crate::http::GatewayState;
 use crate::metrics::{Metrics, ProxiedOutcome};
-use crate::module_host::ModuleHost;
-use crate::relay::Parked;
+use crate::module::host::ModuleHost;
+use crate::module::relay::Parked;
 use crate::tools::ToolRegistry;
-use crate::gateway_config::GATEWAY_VERSION;
+use crate::config::gateway_config::GATEWAY_VERSION;
 
 /// Request bodies larger than this are refused with 413 unless `Gateway.MaxRequestBytes` says otherwise.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
@@ -164,7 +164,7 @@ pub async fn handle(
     state.apps_mcp.handle(request).await.into_response()
 }
 
-pub fn max_request_bytes(settings: &crate::settings::Settings) -> usize {
+pub fn max_request_bytes(settings: &crate::config::settings::Settings) -> usize {
     settings
         .get_str("Gateway:MaxRequestBytes")
         .and_then(|v| v.parse::<usize>().ok())
@@ -206,7 +206,7 @@ impl AppsMcp {
     /// The app, if Running; else the error naming it and its state.
     async fn running_app(&self, app_id: &str) -> Result<AppFacts, ErrorData> {
         let apps = self.module.list_apps().await.map_err(|e| ErrorData::internal_error(format!("listing apps failed: {e}"), None))?;
-        let Some(app) = apps.into_iter().filter(crate::module_host::is_mcp_app).find(|a| a.id.as_str() == app_id) else {
+        let Some(app) = apps.into_iter().filter(crate::module::host::is_mcp_app).find(|a| a.id.as_str() == app_id) else {
             return Err(app_error(app_id, format!("Unknown McpApp '{app_id}'"), Value::Null));
         };
         if AppState::of(app.state.as_str()) != AppState::Running {
@@ -254,7 +254,7 @@ impl AppsMcp {
         context: &RequestContext<RoleServer>,
         method: &str,
         params: Value,
-    ) -> Result<crate::relay::RelayedCall<Forwarded>, ErrorData> {
+    ) -> Result<crate::module::relay::RelayedCall<Forwarded>, ErrorData> {
         let target = target_of(&context.extensions)?;
         let message = mcp_relay::forward_message(context, method, params);
         let extra = mcp_relay::relay_extra(context);
@@ -278,7 +278,7 @@ impl AppsMcp {
 
     async fn run(
         &self,
-        call: crate::relay::RelayedCall<Forwarded>,
+        call: crate::module::relay::RelayedCall<Forwarded>,
         context: &RequestContext<RoleServer>,
         method: &str,
     ) -> Result<Outcome<Value>, ErrorData> {
@@ -709,7 +709,7 @@ impl ServerHandler for AppsMcp {
 }
 
 /// An app's upstream notification, as the MCP notification to pass on.
-fn app_notification(event: &crate::module_host::HostEvent, app_id: &str) -> Option<ServerNotification> {
+fn app_notification(event: &crate::module::host::HostEvent, app_id: &str) -> Option<ServerNotification> {
     if event.kind != event_kind::UPSTREAM_NOTIFICATION || event.app_id != app_id {
         return None;
     }

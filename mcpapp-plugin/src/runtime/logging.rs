@@ -31,7 +31,7 @@ static INSTALLED: OnceCell<()> = OnceCell::new();
 pub fn install(sink: Arc<HostSinkBox>) {
     *SINK.write() = Some(sink);
     INSTALLED.get_or_init(|| {
-        crate::abi::containment::install_panic_hook();
+        crate::runtime::containment::install_panic_hook();
         let subscriber = tracing_subscriber::registry().with(HostForwardLayer);
         if tracing::subscriber::set_global_default(subscriber).is_err() {
             // Only possible if something else in this library set one first; logs still flow
@@ -167,7 +167,7 @@ mod tests {
     fn targets_leave_out_the_layer_folder() {
         assert_eq!(public_target(module_path!()), "mcpapp_plugin::logging::tests");
         assert_eq!(public_target("mcpapp_plugin::apps::discovery"), "mcpapp_plugin::discovery");
-        assert_eq!(public_target("mcpapp_plugin::abi::instance"), "mcpapp_plugin::instance");
+        assert_eq!(public_target("mcpapp_plugin::export::instance"), "mcpapp_plugin::instance");
         assert_eq!(public_target("mcpapp_plugin::app_output"), "mcpapp_plugin::app_output");
         assert_eq!(public_target("mcpapp_plugin"), "mcpapp_plugin");
         assert_eq!(public_target("rmcp::service::client"), "rmcp::service::client");

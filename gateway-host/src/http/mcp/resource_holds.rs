@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use rmcp::ErrorData;
 use serde_json::json;
 
-use crate::module_host::ModuleHost;
+use crate::module::host::ModuleHost;
 
 /// The upstream subscriptions, counted per app (registry key) and the app's own URI.
 pub struct ResourceHolds {

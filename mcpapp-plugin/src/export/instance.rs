@@ -19,11 +19,11 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::abi::calls::{CancelOutcome, Calls, NO_CALL_ID};
-use crate::abi::containment::contain;
-use crate::abi::events::EventSink;
-use crate::abi::faults::{Faults, Site};
-use crate::abi::runtime::{ready_err, ModuleRuntime, Placement, ShutdownError, Tasks};
+use crate::export::calls::{CancelOutcome, Calls, NO_CALL_ID};
+use crate::runtime::containment::contain;
+use crate::runtime::events::EventSink;
+use crate::runtime::faults::{Faults, Site};
+use crate::runtime::executor::{ready_err, ModuleRuntime, Placement, ShutdownError, Tasks};
 use crate::apps::config::{McpAppsConfig, McpCompatibility};
 use crate::apps::registry::Registry;
 use crate::apps::watcher::ManifestWatcher;
@@ -99,7 +99,7 @@ impl Core {
                 APPS_STOP_BOUND.as_secs()
             );
         }
-        crate::abi::logging::uninstall();
+        crate::runtime::logging::uninstall();
     }
 }
 
@@ -109,17 +109,17 @@ pub struct Instance {
     core: Arc<Core>,
     runtime: ModuleRuntime,
     /// This instance's hold on the library's process-wide threads, let go at shutdown.
-    library: Mutex<Option<crate::abi::library::InUse>>,
+    library: Mutex<Option<crate::runtime::library::InUse>>,
 }
 
 impl Instance {
     pub fn create(config: ModuleConfig, host: Arc<HostSinkBox>) -> Result<Instance, AbiError> {
-        let library = crate::abi::library::in_use();
+        let library = crate::runtime::library::in_use();
         let config_value = crate::parse_config_json(config.config_json.as_str())?;
         let config_dir = std::path::PathBuf::from(config.config_dir.as_str());
         let apps_config = McpAppsConfig::from_config(&config_value, &config_dir);
         let compatibility = McpCompatibility::from_config(&config_value);
-        let runtime = ModuleRuntime::new(crate::abi::runtime::default_workers())
+        let runtime = ModuleRuntime::new(crate::runtime::executor::default_workers())
             .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot start the module's runtime: {e}")))?;
         let relays = Arc::new(Relays::default());
         let faults = Faults::from_config(&config_value);
@@ -329,7 +329,7 @@ impl ModuleInstance for Instance {
 
     fn list_tools(&self) -> AbiFuture<RVec<ToolDescriptor>> {
         self.call("list_tools", Placement::Inline, NO_CALL_ID, |core, _| async move {
-            Ok(crate::bridge::tool_bridge::descriptors(&core.registry.apps(), &core.clashes_reported).into())
+            Ok(crate::export::tool_bridge::descriptors(&core.registry.apps(), &core.clashes_reported).into())
         })
     }
 
@@ -341,7 +341,7 @@ impl ModuleInstance for Instance {
             let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
             let relay =
                 core.relays.register(request.call_id, &app.key, request.extra_json.as_str(), meta.as_ref(), &core.events);
-            Ok(crate::bridge::tool_bridge::call(
+            Ok(crate::export::tool_bridge::call(
                 &app,
                 request.tool_name.as_str(),
                 request.arguments_json.as_str(),
@@ -358,7 +358,7 @@ impl ModuleInstance for Instance {
         let placement = self.placement_of_call(request.app_id.as_str());
         self.call("forward", placement, call_id, move |core, cancel| async move {
             let response =
-                crate::bridge::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await;
+                crate::export::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await;
             Ok(ForwardResponse {
                 message_json: response.map(|r| serde_json::to_string(&r).unwrap_or_default()).unwrap_or_default().into(),
                 extra_json: "{}".into(),

@@ -13,7 +13,7 @@ use host_abi::{jsonrpc, ForwardRequest};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::abi::events::EventSink;
+use crate::runtime::events::EventSink;
 use crate::apps::registry::Registry;
 use crate::upstream::app_server::{unavailable, AppKind, CallError};
 use crate::upstream::relay::Relays;

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::env_overrides::apply_env_overrides;
+use crate::config::env_overrides::apply_env_overrides;
 
 /// The configuration used when `--config` is not given: MCP Apps on, `./mcpapps` scanned.
-pub const DEFAULT_CONFIG: &str = include_str!("../appsettings.default.json");
+pub const DEFAULT_CONFIG: &str = include_str!("../../appsettings.default.json");
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {

@@ -12,7 +12,7 @@
 //!
 //! Who reads what: the host (`gateway_config.rs`, `serve.rs`, `http/`, `chat/`, `tools/`,
 //! `logging.rs`) and the module (`mcpapp-plugin`: `apps/config.rs` for `McpApps` and
-//! `McpCompatibility`, `apps/mcp_servers.rs` for `Plugins.Mcp`, `abi/faults.rs` for
+//! `McpCompatibility`, `apps/mcp_servers.rs` for `Plugins.Mcp`, `runtime/faults.rs` for
 //! `Testing.Faults`). A key read anywhere must be listed here; a unit test below checks the
 //! configuration examples of the repository against the list.
 
@@ -154,7 +154,7 @@ pub const CONFIGURATION: Key = Section(&[
     ("Tools", Section(&[("Preference", V)])),
     // logging.rs
     ("Logging", Section(&[("Format", V), ("Level", V)])),
-    // mcpapp-plugin abi/faults.rs (builds with the `fault-injection` feature only)
+    // mcpapp-plugin runtime/faults.rs (builds with the `fault-injection` feature only)
     ("Testing", Section(&[("Faults", V)])),
     ("McpApps", MCP_APPS),
     ("McpCompatibility", MCP_COMPATIBILITY),
@@ -309,14 +309,14 @@ mod tests {
     /// (mcpapp-plugin `apps/config.rs` tests) and every configuration block of the README.
     #[test]
     fn the_repository_examples_have_no_unknown_key() {
-        let default: Value = serde_json::from_str(crate::settings::DEFAULT_CONFIG).unwrap();
+        let default: Value = serde_json::from_str(crate::config::settings::DEFAULT_CONFIG).unwrap();
         assert!(paths(&default).is_empty(), "appsettings.default.json: {:?}", paths(&default));
         let seed = json!({"McpApps": {"Enabled": true, "DiscoveryPaths": ["./mcpapps"], "AllowlistSemantics": "legacy",
             "Allow": ["*"], "Deny": [], "Entries": {"grocery-inventory": {"Enabled": true, "Url": "https://localhost:5001/mcp",
             "ToolNamePrefix": "grocery.", "StartupTimeoutSeconds": 15}}}});
         assert!(paths(&seed).is_empty(), "{:?}", paths(&seed));
 
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../../../README.md");
         let mut checked = 0;
         for block in readme.split("```json").skip(1).filter_map(|rest| rest.split("```").next()) {
             // A block may be a fragment of the configuration (`"Agent": {…}`).
@@ -379,7 +379,7 @@ mod tests {
     #[test]
     fn environment_variable_sections_are_all_known() {
         // Every section an environment variable may address is one the gateway reads.
-        for section in crate::env_overrides::KNOWN_SECTIONS {
+        for section in crate::config::env_overrides::KNOWN_SECTIONS {
             assert!(paths(&json!({ *section: {} })).is_empty(), "{section}");
         }
     }

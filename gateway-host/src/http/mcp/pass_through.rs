@@ -62,8 +62,8 @@ use super::gateway_mcp::Compatibility;
 use super::known_sessions::{KnownSession, KnownSessions, SessionCall};
 use super::mcp_relay::{self, Caller, Outcome};
 use crate::metrics::{Metrics, ProxiedOutcome};
-use crate::module_host::ModuleHost;
-use crate::relay::{error_object, Parked};
+use crate::module::host::ModuleHost;
+use crate::module::relay::{error_object, Parked};
 use crate::tools::ToolRegistry;
 use super::mcp_tasks::Tasks;
 

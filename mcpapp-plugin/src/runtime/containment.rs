@@ -2,7 +2,7 @@
 //!
 //! abi_stable turns a panic escaping an `extern "C"` function into `process::exit(1)`, which the
 //! host cannot catch. Every exported function runs its body through [`contain`]; every task starts
-//! through [`crate::abi::runtime::Tasks::spawn`], which catches its own panics.
+//! through [`crate::runtime::executor::Tasks::spawn`], which catches its own panics.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
