@@ -1,8 +1,8 @@
 //! One chat turn (SPEC R33, R34): the user's message (and what they did in app UIs) goes to the
 //! model with the registry's model-visible tools under provider-safe names; each tool call runs
-//! through the registry (so preference and visibility hold), its result is fed back — flattened
-//! to text here, and only here — until the model answers. Everything the turn does is reported
-//! as [`Frame`]s; the turn is saved in one step when it ends.
+//! through the registry (so preference and visibility hold), its result is fed back — as the
+//! text `tools::model_view` makes of it — until the model answers. Everything the turn does is
+//! reported as [`Frame`]s; the turn is saved in one step when it ends.
 //!
 //! Turns of one session run one after another (the store's turn lock); a turn whose client went
 //! away is cancelled, its model request and tool calls with it. An app that asks the user
@@ -348,14 +348,16 @@ impl Chat {
         asked: &mut Vec<Value>,
     ) -> (String, Frame) {
         let name = names.to_registry(&call.name).map(str::to_string);
-        let input: Value = serde_json::from_str(if call.arguments.trim().is_empty() { "{}" } else { &call.arguments }).unwrap_or(Value::Null);
+        // The arguments are parsed here, once: the registry and the module take them as checked.
+        let parsed = crate::tools::arguments::parse(&call.arguments);
+        let input = parsed.as_ref().map_or(Value::Null, Clone::clone);
         send(Frame::Tool { id: call.id.clone(), name: name.clone().unwrap_or_else(|| call.name.clone()), input: input.clone() });
-        let result = match name.as_deref() {
-            None => ToolResult::error(format!("the model asked for a tool that does not exist: '{}'", call.name)),
-            Some(_) if !input.is_object() => ToolResult::error(format!("the arguments of '{}' are not a JSON object: {}", call.name, call.arguments)),
-            Some(name) => self.call_relayed(name, &input, session_id, send, cancel, asked).await,
+        let result = match (name.as_deref(), parsed) {
+            (None, _) => ToolResult::error(format!("the model asked for a tool that does not exist: '{}'", call.name)),
+            (Some(_), Err(e)) => ToolResult::error(format!("invalid arguments for tool '{}': {e}: {}", call.name, call.arguments)),
+            (Some(name), Ok(arguments)) => self.call_relayed(name, arguments, session_id, send, cancel, asked).await,
         };
-        let text = flatten(&result);
+        let text = result.text.clone();
         let ui = result.ui_resource_uri.is_some();
         let source = name.as_deref().and_then(|n| self.registry.resolved(n)).map(|spec| spec.source.clone());
         let (app_id, tool_name) = match source {
@@ -381,7 +383,7 @@ impl Chat {
     async fn call_relayed(
         &self,
         name: &str,
-        input: &Value,
+        arguments: Value,
         session_id: &str,
         send: &impl Fn(Frame),
         cancel: &CancellationToken,
@@ -392,9 +394,9 @@ impl Chat {
         // The chat session is the app session (R32): the same `sessionId` the browser sends.
         let meta = json!({ "sessionId": session_id });
         let extra = json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": { "elicitation": { "form": {}, "url": {} } } } });
-        let (registry, name_owned, arguments) = (self.registry.clone(), name.to_string(), input.to_string());
+        let (registry, name_owned) = (self.registry.clone(), name.to_string());
         let mut call =
-            module.relayed(call_id, async move { registry.call_with(&name_owned, &arguments, call_id, &meta, &extra).await });
+            module.relayed(call_id, async move { registry.call_with(&name_owned, arguments, call_id, &meta, &extra).await });
         loop {
             // A shutdown past its bound cuts the call off with the reason, as on the MCP endpoints.
             let step = tokio::select! {
@@ -539,33 +541,4 @@ pub fn user_content(request: &TurnRequest) -> String {
         parts.push(message.to_string());
     }
     parts.join("\n")
-}
-
-/// A tool result as the model reads it: its text blocks, and a short note for every other block
-/// (R34: the flattening happens here, at the LLM edge, and nowhere else).
-pub fn flatten(result: &ToolResult) -> String {
-    let blocks = result.raw.as_ref().and_then(|r| r["content"].as_array());
-    let Some(blocks) = blocks else { return result.text.clone() };
-    let mut parts: Vec<String> = Vec::new();
-    for block in blocks {
-        match block["type"].as_str() {
-            Some("text") => parts.push(block["text"].as_str().unwrap_or_default().to_string()),
-            Some("resource") => {
-                let resource = &block["resource"];
-                match resource["text"].as_str() {
-                    Some(text) => parts.push(text.to_string()),
-                    None => parts.push(format!("[resource {} ({})]", resource["uri"].as_str().unwrap_or("?"), resource["mimeType"].as_str().unwrap_or("binary"))),
-                }
-            }
-            Some("resource_link") => parts.push(format!("[link to resource {}]", block["uri"].as_str().unwrap_or("?"))),
-            Some(kind) => parts.push(format!("[{kind} content ({}) not shown]", block["mimeType"].as_str().unwrap_or("unknown type"))),
-            None => {}
-        }
-    }
-    let text = parts.join("\n");
-    if result.is_error && !text.starts_with("Error:") {
-        format!("Error: {text}")
-    } else {
-        text
-    }
 }

@@ -6,7 +6,9 @@
 //! Failed withdraws its tools and Running again restores them; subscribers hear about every change
 //! of the model-visible list.
 
+pub mod arguments;
 pub mod builtin;
+pub mod model_view;
 pub mod names;
 pub mod preference;
 
@@ -23,6 +25,8 @@ use crate::module::host::ModuleHost;
 use builtin::Builtin;
 use names::ProviderNames;
 use preference::Preference;
+
+pub use model_view::ToolResult;
 
 /// Where a tool's calls go.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,26 +54,6 @@ pub struct ToolSpec {
     pub extra: Value,
     pub provider_id: String,
     pub source: ToolSource,
-}
-
-/// A tool result for the model (SPEC R20).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolResult {
-    pub is_error: bool,
-    /// Starts with `Error:` when the call failed.
-    pub text: String,
-    /// Structured content for the model; `None` when absent or withheld (UI-linked tools).
-    pub structured: Option<Value>,
-    /// The UI this result renders with (for the browser).
-    pub ui_resource_uri: Option<String>,
-    /// The app's complete result (for the browser).
-    pub raw: Option<Value>,
-}
-
-impl ToolResult {
-    pub fn error(message: impl std::fmt::Display) -> ToolResult {
-        ToolResult { is_error: true, text: format!("Error: {message}"), structured: None, ui_resource_uri: None, raw: None }
-    }
 }
 
 #[derive(Default)]
@@ -277,27 +261,29 @@ impl ToolRegistry {
     }
 
     /// Calls the model's tool `name` (already resolved by preference) under `call_id` (see
-    /// [`ModuleHost::next_call_id`]), with the request's `_meta` (e.g. the caller's progress
-    /// token) and `extra` (e.g. the relay opt-in, `host_abi::relay`), both JSON objects or null.
+    /// [`ModuleHost::next_call_id`]) with its `arguments` as parsed where the call came in (an
+    /// object or null, else an `Error:` result: [`arguments::check`]), the request's `_meta`
+    /// (e.g. the caller's progress token) and `extra` (e.g. the relay opt-in,
+    /// `host_abi::relay`), both JSON objects or null.
     ///
     /// Every call of a tool the registry has is counted and timed here, the one place both `/mcp`
     /// and the chat agent call through; a call whose caller stops waiting counts as cancelled.
-    pub async fn call_with(&self, name: &str, arguments_json: &str, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
+    pub async fn call_with(&self, name: &str, arguments: Value, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
         let Some(spec) = self.resolve_now(name).await else {
             return ToolResult::error(format!("unknown tool '{name}'"));
         };
-        self.call_spec(&spec, arguments_json, call_id, meta, extra).await
+        self.call_spec(&spec, arguments, call_id, meta, extra).await
     }
 
     /// [`Self::call_with`] for a tool already looked up (e.g. an app-only tool of an MCP Apps
     /// host, see [`Self::resolve_for_app_host`]).
-    pub async fn call_spec(&self, spec: &ToolSpec, arguments_json: &str, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
+    pub async fn call_spec(&self, spec: &ToolSpec, arguments: Value, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
         let name = spec.name.as_str();
         let timer = match &spec.source {
             ToolSource::Builtin(_) => self.metrics.tool_call(&spec.provider_id, &spec.name),
             ToolSource::Module { app_id, tool_name } => self.metrics.tool_call(app_id, tool_name),
         };
-        let (result, outcome) = self.run(spec, name, arguments_json, call_id, meta, extra).await;
+        let (result, outcome) = self.run(spec, name, arguments, call_id, meta, extra).await;
         // An error with the app's result is the tool's own (`isError`); one without had no result
         // (the app is not running, refused the call with a JSON-RPC error, timed out…).
         timer.finish(outcome.unwrap_or(match (result.is_error, result.raw.is_some()) {
@@ -313,40 +299,29 @@ impl ToolRegistry {
         &self,
         spec: &ToolSpec,
         name: &str,
-        arguments_json: &str,
+        arguments: Value,
         call_id: u64,
         meta: &Value,
         extra: &Value,
     ) -> (ToolResult, Option<ToolOutcome>) {
+        let arguments = match arguments::check(arguments) {
+            Ok(a) => a,
+            Err(e) => return (ToolResult::error(format!("invalid arguments for tool '{name}': {e}")), None),
+        };
         match &spec.source {
-            ToolSource::Builtin(builtin) => {
-                let args = match parse_object(arguments_json) {
-                    Ok(a) => a,
-                    Err(e) => return (ToolResult::error(format!("invalid arguments for tool '{name}': {e}")), None),
-                };
-                (builtin::call(*builtin, &self.module, &args).await, None)
-            }
+            ToolSource::Builtin(builtin) => (builtin::call(*builtin, &self.module, &arguments).await, None),
             ToolSource::Module { app_id, tool_name } => {
                 let json_or = |v: &Value, empty: &str| if v.is_object() { v.to_string() } else { empty.to_string() };
                 let request = ToolCallRequest {
                     call_id,
                     app_id: app_id.as_str().into(),
                     tool_name: tool_name.as_str().into(),
-                    arguments_json: arguments_json.into(),
+                    arguments_json: arguments.to_string().into(),
                     meta_json: json_or(meta, "").into(),
                     extra_json: json_or(extra, "{}").into(),
                 };
                 match self.module.call_tool(request).await {
-                    Ok(outcome) => (
-                        ToolResult {
-                            is_error: outcome.is_error,
-                            text: outcome.text.into_string(),
-                            structured: serde_json::from_str(outcome.structured_content_json.as_str()).ok(),
-                            ui_resource_uri: Some(outcome.ui_resource_uri.into_string()).filter(|u| !u.is_empty()),
-                            raw: serde_json::from_str(outcome.raw_result_json.as_str()).ok(),
-                        },
-                        None,
-                    ),
+                    Ok(outcome) => (ToolResult::from_outcome(outcome), None),
                     Err(e) => {
                         let cancelled = e.code.as_str() == host_abi::error_code::CANCELLED;
                         (ToolResult::error(e), Some(if cancelled { ToolOutcome::Cancelled } else { ToolOutcome::Failed }))
@@ -354,17 +329,5 @@ impl ToolRegistry {
                 }
             }
         }
-    }
-}
-
-fn parse_object(text: &str) -> Result<Value, String> {
-    if text.trim().is_empty() {
-        return Ok(serde_json::json!({}));
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(Value::Null) => Ok(serde_json::json!({})),
-        Ok(_) => Err("arguments must be a JSON object".into()),
-        Err(e) => Err(format!("arguments are not valid JSON: {e}")),
     }
 }

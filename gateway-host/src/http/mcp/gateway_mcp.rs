@@ -230,7 +230,7 @@ impl ServerHandler for GatewayMcp {
         let name = request.name.to_string();
         let spec = self.tool(&name, app_host).await?;
         let shape = self.shape(&spec, app_host);
-        let arguments = Value::Object(request.arguments.unwrap_or_default()).to_string();
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
         let extra = mcp_relay::relay_extra(&context);
         let meta = match context.meta.get_progress_token() {
             Some(token) => json!({ "progressToken": token }),
@@ -242,7 +242,7 @@ impl ServerHandler for GatewayMcp {
         let call = self
             .registry
             .module()
-            .relayed(call_id, async move { registry.call_spec(&spec, &arguments, call_id, &meta, &extra).await });
+            .relayed(call_id, async move { registry.call_spec(&spec, arguments, call_id, &meta, &extra).await });
         // A tool that declares task support runs as a task for a client that declared the tasks
         // extension: it polls it, answers its questions (tasks/update) and cancels it.
         if as_task {
@@ -650,45 +650,13 @@ fn shape_for(spec: &ToolSpec, app_host: bool, rewrite: bool) -> Shape {
     Shape { provider, app_host }
 }
 
-/// The result as the app sent it — every content block, `structuredContent`, `_meta` — except
-/// what R20 withholds from a model (structured content of UI-linked tools, unless the client
-/// renders app UIs), plus the UI the result renders with, its URIs named as `/mcp` names them.
-/// Results the gateway made itself (errors before any result, built-ins) are text.
+/// The result as an MCP client of `/mcp` gets it: the app's result with R20's rules for a model
+/// applied ([`ToolResult::for_mcp_client`]), its URIs named as `/mcp` names them. Results the
+/// gateway made itself (errors before any result, built-ins) are text.
 fn to_call_tool_result(result: ToolResult, shape: &Shape) -> CallToolResult {
-    if let Some(mut raw) = result.raw.filter(Value::is_object) {
-        if result.ui_resource_uri.is_some() && !shape.app_host {
-            if let Some(map) = raw.as_object_mut() {
-                map.remove("structuredContent");
-            }
-        }
-        if let Some(uri) = &result.ui_resource_uri {
-            if !raw["_meta"].is_object() {
-                raw["_meta"] = json!({});
-            }
-            if !raw["_meta"]["ui"].is_object() {
-                raw["_meta"]["ui"] = json!({});
-            }
-            raw["_meta"]["ui"]["resourceUri"] = json!(uri);
-        }
+    if let Some(mut raw) = result.for_mcp_client(shape.app_host) {
         if let Some(provider) = &shape.provider {
             multiplex::rewrite_result_uris(provider, &mut raw);
-        }
-        // R20 on the model side: a failed call's text starts with `Error:`.
-        if raw["isError"] == true {
-            let first_text = raw["content"].as_array_mut().and_then(|c| c.iter_mut().find(|b| b["type"] == "text"));
-            match first_text {
-                Some(block) => {
-                    let text = block["text"].as_str().unwrap_or_default();
-                    if !text.starts_with("Error:") {
-                        block["text"] = json!(format!("Error: {text}"));
-                    }
-                }
-                None => {
-                    if let Some(content) = raw["content"].as_array_mut() {
-                        content.insert(0, json!({ "type": "text", "text": result.text }));
-                    }
-                }
-            }
         }
         match serde_json::from_value::<CallToolResult>(raw) {
             Ok(mut out) => {
@@ -848,11 +816,11 @@ impl ShortWay {
                 return Message::error(&id, e, modern);
             }
             let shape = shape_for(&spec, app_host, rewrite);
-            let arguments = request.params.get("arguments").cloned().unwrap_or_else(|| json!({})).to_string();
+            let arguments = request.params.get("arguments").cloned().unwrap_or(Value::Null);
             let extra = mcp_relay::relay_extra_for(capabilities, modern);
             let call_id = registry.module().next_call_id();
             let calling = registry.clone();
-            let call = registry.module().relayed(call_id, async move { calling.call_spec(&spec, &arguments, call_id, &Value::Null, &extra).await });
+            let call = registry.module().relayed(call_id, async move { calling.call_spec(&spec, arguments, call_id, &Value::Null, &extra).await });
             match mcp_relay::drive(call, &caller, registry.module(), &parked).await {
                 Ok(Outcome::Done(result)) => {
                     let mut result = serde_json::to_value(rmcp::model::ServerResult::from(CallToolResponse::from(to_call_tool_result(result, &shape)))).unwrap_or_default();
