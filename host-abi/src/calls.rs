@@ -1,0 +1,89 @@
+//! Calls the host makes through the module: model-side tool calls, raw MCP messages forwarded to
+//! an app, and the relaying of what an app does during one.
+
+use abi_stable::{std_types::RString, StableAbi};
+
+/// A model-side tool call.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct ToolCallRequest {
+    /// Chosen by the host, unique among its calls in flight; used by [`ModuleInstance::cancel`](crate::ModuleInstance::cancel).
+    pub call_id: u64,
+    pub app_id: RString,
+    /// The app's own (unprefixed) tool name.
+    pub tool_name: RString,
+    /// The arguments as the model produced them. Not trusted to be valid JSON.
+    pub arguments_json: RString,
+    /// `_meta` to send with the call as a JSON object, or empty.
+    pub meta_json: RString,
+    pub extra_json: RString,
+}
+
+/// A model-side tool result (SPEC R20).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct ToolCallOutcome {
+    pub is_error: bool,
+    /// The text for the model. Starts with `Error:` when the call failed in any way.
+    pub text: RString,
+    /// `structuredContent` as JSON for the model; empty when absent or withheld (UI-linked tools).
+    pub structured_content_json: RString,
+    /// The UI resource this result can be rendered with; empty when none.
+    pub ui_resource_uri: RString,
+    /// The complete MCP `CallToolResult` as the app sent it (for the browser); empty on failure
+    /// before a result existed.
+    pub raw_result_json: RString,
+    pub extra_json: RString,
+}
+
+/// A raw MCP JSON-RPC message from a browser, to be forwarded to one app's upstream session.
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct ForwardRequest {
+    pub call_id: u64,
+    pub app_id: RString,
+    /// One JSON-RPC request or notification, as received.
+    pub message_json: RString,
+    /// The browser's `?sessionId=`, empty when none.
+    pub session_id: RString,
+    pub extra_json: RString,
+}
+
+/// The answer to a [`ForwardRequest`].
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone)]
+pub struct ForwardResponse {
+    /// One JSON-RPC response (result or error); empty for a notification.
+    pub message_json: RString,
+    pub extra_json: RString,
+}
+
+/// What a [`ForwardRequest`]'s `extra_json` may say besides the relay opt-in.
+pub mod forward {
+    /// `{"anyProvider": true}`: the request may go to a standard MCP server too, not only to an
+    /// MCP App (the gateway's own `/mcp` multiplexes both; a browser's `/apps/mcp/{appId}` only
+    /// reaches MCP Apps). A module without it answers such a request "Unknown McpApp".
+    pub const EXTRA_ANY_PROVIDER: &str = "anyProvider";
+}
+
+/// Relaying what an app does during a request back to the client that made it (SPEC R42).
+///
+/// A host opts a call in by putting `{"relay": {"clientCapabilities": {…}}}` into the
+/// `extra_json` of its [`ToolCallRequest`] or [`ForwardRequest`] (the caller's progress token
+/// travels where MCP puts it: `_meta.progressToken` of the request). The module then reports the
+/// call's notifications and server-to-client requests as [`event_kind::CALL_NOTIFICATION`](crate::event_kind::CALL_NOTIFICATION) and
+/// [`event_kind::CALL_REQUEST`](crate::event_kind::CALL_REQUEST) events, and takes the answers through
+/// `invoke(RESPOND, {"callId", "key", "result"} | {"callId", "key", "error": {code, message, data?}})`,
+/// which answers `{"delivered": bool}`. Requests of a call that did not opt in, or whose client
+/// lacks the capability, are refused by the module with a JSON-RPC error the app sees.
+pub mod relay {
+    /// The `invoke` method that answers a [`event_kind::CALL_REQUEST`](crate::event_kind::CALL_REQUEST).
+    pub const RESPOND: &str = "call.respond";
+    /// The key in a request's `extra_json` that opts it into relaying.
+    pub const EXTRA_KEY: &str = "relay";
+    /// The client capability each server-to-client request needs: a caller that did not declare
+    /// it cannot be asked (the module answers the app with an error; a 2026-07-28 endpoint
+    /// refuses the call with "missing required client capability").
+    pub const REQUEST_CAPABILITIES: &[(&str, &str)] =
+        &[("sampling/createMessage", "sampling"), ("elicitation/create", "elicitation"), ("roots/list", "roots")];
+}
