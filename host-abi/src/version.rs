@@ -3,9 +3,24 @@
 
 use crate::lenient;
 
-/// The ABI major version: the major of [`INTERFACE_VERSION`], bumped with it (see the crate
-/// documentation). The host refuses a module whose `ModuleInfo::abi_version` differs from its own.
-pub const ABI_VERSION: u32 = 1;
+/// The ABI major version: the major of [`INTERFACE_VERSION`] (see the crate documentation), read
+/// from this crate's version so the two cannot disagree. The host refuses a module whose
+/// `ModuleInfo::abi_version` differs from its own.
+pub const ABI_VERSION: u32 = major_of(env!("CARGO_PKG_VERSION_MAJOR"));
+
+/// The decimal number `digits` (Cargo's `CARGO_PKG_VERSION_MAJOR`), at compile time.
+const fn major_of(digits: &str) -> u32 {
+    let bytes = digits.as_bytes();
+    assert!(!bytes.is_empty(), "the crate version has no major");
+    let mut value = 0u32;
+    let mut i = 0;
+    while i < bytes.len() {
+        assert!(bytes[i].is_ascii_digit(), "the crate version's major is not a number");
+        value = value * 10 + (bytes[i] - b'0') as u32;
+        i += 1;
+    }
+    value
+}
 
 /// The version of this interface crate, as compiled into whichever side uses it: `MAJOR.MINOR.PATCH`,
 /// where `MAJOR.MINOR` is the ABI version (see the crate documentation). The root module's
@@ -73,5 +88,14 @@ impl ModuleConfigExtra {
     /// Whether the host declared the optional method `capability`.
     pub fn has(&self, capability: &str) -> bool {
         self.capabilities.iter().any(|c| c == capability)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_abi_version_is_the_interface_versions_major() {
+        let major = super::INTERFACE_VERSION.split('.').next().unwrap();
+        assert_eq!(super::ABI_VERSION.to_string(), major);
     }
 }
