@@ -27,6 +27,11 @@ mod tools;
 #[cfg(test)]
 mod test_support;
 
+/// How a tool result reads for the model (the one place that shapes it), for the module-level
+/// test suites, which call the module as the gateway does and must read its answers as the
+/// gateway's model would.
+pub use tools::model_view;
+
 /// The error of the gateway's commands and startup: anything with a message.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -12,26 +12,29 @@ pub struct ToolCallRequest {
     pub app_id: RString,
     /// The app's own (unprefixed) tool name.
     pub tool_name: RString,
-    /// The arguments as the model produced them. Not trusted to be valid JSON.
+    /// The arguments as a JSON object's text: the host read and checked them where the call came
+    /// in (`gateway-host/src/tools/arguments.rs`); the module only decodes them to send them on.
     pub arguments_json: RString,
     /// `_meta` to send with the call as a JSON object, or empty.
     pub meta_json: RString,
     pub extra_json: RString,
 }
 
-/// A model-side tool result (SPEC R20).
+/// A model-side tool call's answer: the app's result as it sent it, or why there is none. The
+/// module does not shape it for a model: the host does, in one place
+/// (`gateway-host/src/tools/model_view.rs`, SPEC R20).
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct ToolCallOutcome {
+    /// The call got no result (`raw_result_json` is empty): `text` says why.
     pub is_error: bool,
-    /// The text for the model. Starts with `Error:` when the call failed in any way.
+    /// Why the call got no result (`Error: …`); empty with a result.
     pub text: RString,
-    /// `structuredContent` as JSON for the model; empty when absent or withheld (UI-linked tools).
+    /// Unused since the host shapes results (always empty); kept so the layout stays 1.x's.
     pub structured_content_json: RString,
-    /// The UI resource this result can be rendered with; empty when none.
+    /// The UI resource the tool is linked to (the module's catalog knows it); empty when none.
     pub ui_resource_uri: RString,
-    /// The complete MCP `CallToolResult` as the app sent it (for the browser); empty on failure
-    /// before a result existed.
+    /// The complete MCP `CallToolResult` as the app sent it; empty when the call got no result.
     pub raw_result_json: RString,
     pub extra_json: RString,
 }

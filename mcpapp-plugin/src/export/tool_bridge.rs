@@ -1,9 +1,9 @@
 //! App tools as agent tools (the seed's McpAppNativeTool, SPEC R20).
 //!
 //! Model-side names are `toolNamePrefix + name`; a name already taken by an app earlier in
-//! discovery order is refused for the later app with a log line. Results are shaped for a model:
-//! text first, `Error:` on any failure, `structuredContent` withheld for UI-linked tools (the raw
-//! result still travels for the browser).
+//! discovery order is refused for the later app with a log line. A call's answer is the app's
+//! result as it sent it, with the UI its tool is linked to: the host, where the model is, shapes
+//! it for the model (`gateway-host/src/tools/model_view.rs`), here nothing does.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::apps::install_state::AppState;
-use crate::upstream::app_server::{AppKind, AppServer, CallError};
+use crate::apps::app_server::{AppKind, AppServer, CallError};
 use crate::upstream::relay::CallRelay;
 
 /// The provider id of an app's tools in the host's registry: `mcpapp:{appId}` for MCP Apps; a
@@ -81,7 +81,8 @@ pub fn descriptors(apps: &[Arc<AppServer>], reported: &Mutex<HashSet<String>>) -
     out
 }
 
-fn error_outcome(message: impl std::fmt::Display) -> ToolCallOutcome {
+/// A call that got no result: why, for the host to put before the model (`Error: …`).
+fn failure(message: impl std::fmt::Display) -> ToolCallOutcome {
     ToolCallOutcome {
         is_error: true,
         text: format!("Error: {message}").into(),
@@ -89,19 +90,6 @@ fn error_outcome(message: impl std::fmt::Display) -> ToolCallOutcome {
         ui_resource_uri: "".into(),
         raw_result_json: "".into(),
         extra_json: "{}".into(),
-    }
-}
-
-/// Parses model-produced arguments: empty means `{}`; anything else must be a JSON object.
-pub fn parse_arguments(text: &str) -> Result<Value, String> {
-    if text.trim().is_empty() {
-        return Ok(json!({}));
-    }
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(map)) => Ok(Value::Object(map)),
-        Ok(Value::Null) => Ok(json!({})),
-        Ok(other) => Err(format!("arguments must be a JSON object, got {}", crate::apps::manifest::json_type_name(&other))),
-        Err(e) => Err(format!("arguments are not valid JSON: {e}")),
     }
 }
 
@@ -114,15 +102,17 @@ pub async fn call(
     cancel: &CancellationToken,
     relay: Option<&CallRelay>,
 ) -> ToolCallOutcome {
-    let arguments = match parse_arguments(arguments_json) {
-        Ok(a) => a,
-        Err(e) => return error_outcome(format!("invalid arguments for tool '{tool_name}': {e}")),
+    // The host read and checked the arguments (`gateway-host/src/tools/arguments.rs`); they are
+    // decoded here only to be sent on. A host that breaks that promise is told so.
+    let arguments = match serde_json::from_str::<Value>(if arguments_json.is_empty() { "{}" } else { arguments_json }) {
+        Ok(a @ Value::Object(_)) => a,
+        _ => return failure(format!("invalid arguments for tool '{tool_name}': the host must send a JSON object")),
     };
     let Some(catalog) = app.catalog() else {
-        return error_outcome(CallError::NotRunning { app: app.key.clone(), state: app.state() });
+        return failure(CallError::NotRunning { app: app.key.clone(), state: app.state() });
     };
     let Some(tool) = catalog.tool(tool_name) else {
-        return error_outcome(format!("McpApp '{}' has no tool '{tool_name}'", app.key));
+        return failure(format!("McpApp '{}' has no tool '{tool_name}'", app.key));
     };
     let mut params = json!({ "name": tool_name, "arguments": arguments });
     if let Ok(meta @ Value::Object(_)) = serde_json::from_str::<Value>(meta_json) {
@@ -130,90 +120,14 @@ pub async fn call(
     }
     let result = match app.request("tools/call", Some(params), cancel, relay).await {
         Ok(r) => r,
-        Err(e) => return error_outcome(e),
-    };
-    shape_result(&result, tool.ui_resource_uri.as_deref())
-}
-
-/// Turns a raw `CallToolResult` into the model's view.
-pub fn shape_result(result: &Value, ui_resource_uri: Option<&str>) -> ToolCallOutcome {
-    let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
-    let text = content_text(result.get("content"));
-    let structured = result.get("structuredContent").filter(|v| !v.is_null());
-    let text = match (is_error, text.is_empty(), structured) {
-        (true, true, _) => "Error: the tool reported an error without a message".to_string(),
-        (true, false, _) if text.starts_with("Error:") => text,
-        (true, false, _) => format!("Error: {text}"),
-        // A result with only structured content still gives the model something to read.
-        (false, true, Some(s)) if ui_resource_uri.is_none() => s.to_string(),
-        (false, _, _) => text,
-    };
-    let structured_for_model = match (ui_resource_uri, structured) {
-        (None, Some(s)) => s.to_string(),
-        _ => String::new(),
+        Err(e) => return failure(e),
     };
     ToolCallOutcome {
-        is_error,
-        text: text.into(),
-        structured_content_json: structured_for_model.into(),
-        ui_resource_uri: ui_resource_uri.unwrap_or_default().into(),
+        is_error: false,
+        text: "".into(),
+        structured_content_json: "".into(),
+        ui_resource_uri: tool.ui_resource_uri.clone().unwrap_or_default().into(),
         raw_result_json: result.to_string().into(),
         extra_json: "{}".into(),
-    }
-}
-
-/// The text parts of MCP content, one per line; other parts described briefly.
-fn content_text(content: Option<&Value>) -> String {
-    let Some(items) = content.and_then(Value::as_array) else { return String::new() };
-    let mut parts = Vec::new();
-    for item in items {
-        match item.get("type").and_then(Value::as_str) {
-            Some("text") => parts.push(item.get("text").and_then(Value::as_str).unwrap_or_default().to_string()),
-            Some("resource") => {
-                let res = item.get("resource");
-                match res.and_then(|r| r.get("text")).and_then(Value::as_str) {
-                    Some(t) => parts.push(t.to_string()),
-                    None => parts.push(format!(
-                        "[resource {}]",
-                        res.and_then(|r| r.get("uri")).and_then(Value::as_str).unwrap_or("?")
-                    )),
-                }
-            }
-            Some("resource_link") => parts.push(format!(
-                "[resource link {}]",
-                item.get("uri").and_then(Value::as_str).unwrap_or("?")
-            )),
-            Some(kind @ ("image" | "audio")) => parts.push(format!(
-                "[{kind} {}]",
-                item.get("mimeType").and_then(Value::as_str).unwrap_or("")
-            )),
-            _ => {}
-        }
-    }
-    parts.join("\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arguments_must_be_an_object() {
-        assert_eq!(parse_arguments("").unwrap(), json!({}));
-        assert!(parse_arguments("{").unwrap_err().contains("not valid JSON"));
-        assert!(parse_arguments("[1]").unwrap_err().contains("an array"));
-    }
-
-    #[test]
-    fn structured_content_is_withheld_for_ui_tools() {
-        let result = json!({"content": [{"type": "text", "text": "ok"}], "structuredContent": {"a": 1}});
-        let plain = shape_result(&result, None);
-        assert_eq!(plain.structured_content_json.as_str(), r#"{"a":1}"#);
-        let ui = shape_result(&result, Some("ui://x"));
-        assert!(ui.structured_content_json.is_empty());
-        assert_eq!(ui.ui_resource_uri.as_str(), "ui://x");
-        assert!(ui.raw_result_json.contains("structuredContent"));
-        let err = shape_result(&json!({"isError": true, "content": [{"type": "text", "text": "bad store"}]}), None);
-        assert!(err.is_error && err.text.starts_with("Error: bad store"));
     }
 }

@@ -91,6 +91,32 @@ pub fn http_app(id: &str, args: &[&str]) -> Value {
     })
 }
 
+/// A tool call's answer as the gateway's model reads it: the module hands over the app's raw
+/// result, and the gateway shapes it, in one place (`gateway_host::model_view`).
+#[allow(dead_code)]
+pub struct ModelView {
+    pub is_error: bool,
+    pub text: String,
+    /// Structured content for the model as JSON; empty when absent or withheld (UI-linked tools).
+    pub structured_content_json: String,
+    pub ui_resource_uri: String,
+    /// The app's complete result as JSON (for the browser); empty when the call got none.
+    pub raw_result_json: String,
+}
+
+impl ModelView {
+    pub fn of(outcome: ToolCallOutcome) -> ModelView {
+        let view = gateway_host::model_view::ToolResult::from_outcome(outcome);
+        ModelView {
+            is_error: view.is_error,
+            text: view.text,
+            structured_content_json: view.structured.map(|s| s.to_string()).unwrap_or_default(),
+            ui_resource_uri: view.ui_resource_uri.unwrap_or_default(),
+            raw_result_json: view.raw.map(|r| r.to_string()).unwrap_or_default(),
+        }
+    }
+}
+
 impl TestModule {
     /// A module whose `McpApps` scans `<tempdir>/apps`; `extra` is merged into the config root.
     pub fn new(extra: Value) -> TestModule {
@@ -150,7 +176,7 @@ impl TestModule {
         futures::executor::block_on(self.instance.list_tools()).unwrap().into_vec()
     }
 
-    pub fn call(&self, app: &str, tool: &str, args: &str) -> ToolCallOutcome {
+    pub fn call(&self, app: &str, tool: &str, args: &str) -> ModelView {
         futures::executor::block_on(self.call_async(app, tool, args, "{}"))
     }
 
@@ -160,7 +186,7 @@ impl TestModule {
         tool: &str,
         args: &str,
         meta: &str,
-    ) -> impl std::future::Future<Output = ToolCallOutcome> {
+    ) -> impl std::future::Future<Output = ModelView> {
         let request = ToolCallRequest {
             call_id: self.next_call.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             app_id: app.into(),
@@ -170,7 +196,7 @@ impl TestModule {
             extra_json: "{}".into(),
         };
         let fut = self.instance.call_tool(request);
-        async move { fut.await.unwrap() }
+        async move { ModelView::of(fut.await.unwrap()) }
     }
 
     pub fn forward(&self, app: &str, message: &Value, session_id: &str) -> Value {
