@@ -7,7 +7,7 @@ use abi_stable::{
     StableAbi,
 };
 
-use crate::{error_code, AbiError, AbiFuture, LogLevel, LogRecord, ModuleEvent, RResult};
+use crate::{ErrorCode, AbiError, AbiFuture, LogLevel, LogRecord, ModuleEvent, RResult};
 
 /// The host's log and event sink as a trait object owned by the module.
 pub type HostSinkBox = HostSink_TO<'static, RBox<()>>;
@@ -33,7 +33,7 @@ pub trait HostSink: Send + Sync {
     fn http_post(&self, post: HttpPost) -> AbiFuture<HttpAnswer> {
         let _ = post;
         async_ffi::FfiFuture::new(async {
-            RResult::RErr(AbiError::new(error_code::NOT_IMPLEMENTED, "this host has no HostSink::http_post"))
+            RResult::RErr(AbiError::new(ErrorCode::NotImplemented, "this host has no HostSink::http_post"))
         })
     }
     // Minor versions append methods here, each with a default body (run when the host's vtable

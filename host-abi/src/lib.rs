@@ -10,7 +10,7 @@
 //!   tokio runtime and hands back an [`AbiFuture`] that is safe to poll from any host thread (it
 //!   never touches the module's tokio thread-locals).
 //! - Nothing panics across it: the module turns panics into [`AbiError`]s with code
-//!   [`error_code::PANIC`].
+//!   [`ErrorCode::Panic`].
 //!
 //! # Versions: which host loads which module
 //!
@@ -24,7 +24,7 @@
 //! - **Minor** (`1.1.0`): only *appended* items — methods at the end of [`ModuleInstance`] or
 //!   [`HostSink`] (after the method marked `#[sabi(last_prefix_field)]`), fields at the end of
 //!   [`McpAppModule`] (with `#[sabi(missing_field(option))]`). Every appended method has a
-//!   **default body** that answers [`error_code::NOT_IMPLEMENTED`] (or does nothing); the other
+//!   **default body** that answers [`ErrorCode::NotImplemented`] (or does nothing); the other
 //!   side names it in its capability list. Hosts and modules of the same major load together in
 //!   both directions, whichever minor is newer.
 //! - **Patch**: documentation, or meanings that do not change what either side may call.

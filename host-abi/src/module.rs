@@ -87,7 +87,7 @@ pub trait ModuleInstance: Send + Sync {
     fn cancel(&self, call_id: u64) -> bool;
 
     /// Named operations beyond the ones above, so later needs do not change this layout. Unknown
-    /// methods answer [`error_code::NOT_IMPLEMENTED`](crate::error_code::NOT_IMPLEMENTED).
+    /// methods answer [`ErrorCode::NotImplemented`](crate::ErrorCode::NotImplemented).
     fn invoke(&self, method: RString, params_json: RString) -> AbiFuture<RString>;
 
     /// Stops every app and the module's runtime. Libraries are never unloaded, so this is the only

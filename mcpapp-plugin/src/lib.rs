@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use abi_stable::{export_root_module, prefix_type::PrefixTypeTrait, sabi_extern_fn};
 use host_abi::{
-    error_code, AbiError, AbiResult, HostSinkBox, McpAppModule, McpAppModule_Ref, ModuleConfig, ModuleInfo,
+    ErrorCode, AbiError, AbiResult, HostSinkBox, McpAppModule, McpAppModule_Ref, ModuleConfig, ModuleInfo,
     ModuleInstanceBox, RResult,
 };
 
@@ -70,5 +70,5 @@ fn create(config: ModuleConfig, host: HostSinkBox) -> AbiResult<ModuleInstanceBo
 /// Parses the host's configuration JSON, naming the problem for the host's error message.
 pub(crate) fn parse_config_json(text: &str) -> Result<serde_json::Value, AbiError> {
     serde_json::from_str(text)
-        .map_err(|e| AbiError::new(error_code::INVALID_CONFIG, format!("the configuration passed to the module is not JSON: {e}")))
+        .map_err(|e| AbiError::new(ErrorCode::InvalidConfig, format!("the configuration passed to the module is not JSON: {e}")))
 }

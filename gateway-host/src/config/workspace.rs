@@ -284,7 +284,7 @@ impl Workspace {
         let params = ReconfigureParams { config: self.module_settings().effective, explicit };
         match module.invoke_typed::<_, ReloadReport>(RECONFIGURE, &params).await {
             Ok(report) => Ok(report),
-            Err(e) if e.code.as_str() == host_abi::error_code::NOT_IMPLEMENTED => {
+            Err(e) if e.code() == host_abi::ErrorCode::NotImplemented => {
                 tracing::warn!("The module cannot take a new configuration ({}); reloading with the one it started with", e.message.as_str());
                 module.reload().await.map_err(WorkspaceError::Module)
             }

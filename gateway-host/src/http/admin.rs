@@ -147,7 +147,7 @@ async fn app_operation(state: &GatewayState, headers: &HeaderMap, id: &str, star
     match outcome {
         Ok(app) => Json(json!({ "ok": true, "app": crate::module::host::app_json(&app) })).into_response(),
         // The app did not come up: say why, and show where it stands now.
-        Err(e) if e.code.as_str() == host_abi::error_code::UPSTREAM => json_error(
+        Err(e) if e.code() == host_abi::ErrorCode::Upstream => json_error(
             StatusCode::BAD_GATEWAY,
             "app_failed_to_start",
             format!("McpApp '{id}' did not start: {}", e.message.as_str()),
@@ -157,10 +157,10 @@ async fn app_operation(state: &GatewayState, headers: &HeaderMap, id: &str, star
 }
 
 pub fn module_failure(e: &host_abi::AbiError) -> Response {
-    let status = match e.code.as_str() {
-        host_abi::error_code::NOT_FOUND => StatusCode::NOT_FOUND,
-        host_abi::error_code::SHUT_DOWN => StatusCode::SERVICE_UNAVAILABLE,
+    let status = match e.code() {
+        host_abi::ErrorCode::NotFound => StatusCode::NOT_FOUND,
+        host_abi::ErrorCode::ShutDown => StatusCode::SERVICE_UNAVAILABLE,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
-    json_error(status, e.code.as_str(), e.message.as_str().to_string())
+    json_error(status, &e.code.to_string(), e.message.as_str().to_string())
 }

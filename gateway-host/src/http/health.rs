@@ -36,7 +36,7 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
         Err(e) => {
             return (
                 StatusCode::INTERNAL_SERVER_ERROR,
-                Json(json!({ "ok": false, "error": { "code": e.code.as_str(), "message": e.message.as_str() } })),
+                Json(json!({ "ok": false, "error": { "code": e.code.to_string(), "message": e.message.as_str() } })),
             )
                 .into_response()
         }

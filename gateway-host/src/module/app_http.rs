@@ -34,7 +34,7 @@ use async_ffi::FutureExt as _;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _};
-use host_abi::{error_code, AbiError, AbiFuture, HttpAnswer, HttpBody, HttpBody_TO, HttpPost};
+use host_abi::{ErrorCode, AbiError, AbiFuture, HttpAnswer, HttpBody, HttpBody_TO, HttpPost};
 use http_body_util::{BodyExt as _, Full};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Uri};
@@ -104,7 +104,7 @@ impl AppHttp {
                 .map_err(|e| format!("cannot build the HTTP client for apps: {e}"))
         });
         // `not_implemented`: nothing was sent, and the module then sends with its own client.
-        built.clone().map_err(|e| AbiError::new(error_code::NOT_IMPLEMENTED, e))
+        built.clone().map_err(|e| AbiError::new(ErrorCode::NotImplemented, e))
     }
 
     /// `url` parsed, from the cache if it was parsed before. Parsed as reqwest parses it (so what
@@ -166,12 +166,12 @@ impl AppHttp {
 }
 
 fn invalid(message: String) -> AbiError {
-    AbiError::new(error_code::INVALID_ARGUMENT, message)
+    AbiError::new(ErrorCode::InvalidArgument, message)
 }
 
 /// Sending failed: an `upstream` error naming why.
 fn upstream(error: &(dyn std::error::Error + 'static)) -> AbiError {
-    AbiError::new(error_code::UPSTREAM, error_chain(error))
+    AbiError::new(ErrorCode::Upstream, error_chain(error))
 }
 
 /// An HTTP client's message with its causes (their own say only "error sending request for url"
@@ -236,7 +236,7 @@ impl HttpBody for Body {
                     *state.lock() = Reading::Ended;
                     return Ok(RNone);
                 }
-                Reading::Busy => return Err(AbiError::new(error_code::INTERNAL, "the body is already being read")),
+                Reading::Busy => return Err(AbiError::new(ErrorCode::Internal, "the body is already being read")),
             };
             match stream.next().await {
                 Some(Ok(chunk)) => {
@@ -245,7 +245,7 @@ impl HttpBody for Body {
                 }
                 Some(Err(e)) => {
                     *state.lock() = Reading::Ended;
-                    Err(AbiError::new(error_code::UPSTREAM, format!("reading the app's answer failed: {e}")))
+                    Err(AbiError::new(ErrorCode::Upstream, format!("reading the app's answer failed: {e}")))
                 }
                 None => {
                     *state.lock() = Reading::Ended;
@@ -436,7 +436,7 @@ mod tests {
             let _ = socket.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n").await;
         });
         let refused = http.post(post(&tls, &[], "{}")).await.into_result().err().expect("TLS to a plain server fails");
-        assert_eq!(refused.code.as_str(), error_code::UPSTREAM);
+        assert_eq!(refused.code(), ErrorCode::Upstream);
         assert!(refused.message.contains("error sending request") && refused.message.len() > 40, "with its causes: {refused}");
     }
 
@@ -445,16 +445,16 @@ mod tests {
         let http = AppHttp::on_current_runtime().unwrap();
         let failure = |answer: RResult<HttpAnswer, AbiError>| answer.into_result().err().expect("an error");
         let bad = failure(http.post(post("http://127.0.0.1:9/", &[("bad header", b"x")], "{}")).await);
-        assert_eq!(bad.code.as_str(), error_code::INVALID_ARGUMENT);
+        assert_eq!(bad.code(), ErrorCode::InvalidArgument);
         assert!(bad.message.contains("'bad header' is not a valid header name"), "{bad}");
         let unparsable = failure(http.post(post("http://[::1/mcp", &[], "{}")).await);
-        assert_eq!(unparsable.code.as_str(), error_code::INVALID_ARGUMENT);
+        assert_eq!(unparsable.code(), ErrorCode::InvalidArgument);
         assert!(unparsable.message.contains("'http://[::1/mcp' is not a valid URL"), "{unparsable}");
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let closed = format!("http://{}/", listener.local_addr().unwrap());
         drop(listener);
         let gone = failure(http.post(post(&closed, &[], "{}")).await);
-        assert_eq!(gone.code.as_str(), error_code::UPSTREAM);
+        assert_eq!(gone.code(), ErrorCode::Upstream);
         assert!(gone.message.to_lowercase().contains("connect"), "the cause is named: {gone}");
     }
 }

@@ -11,7 +11,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RStr;
 use host_abi::payloads::{AppDetail, DiscoveryReport, ProviderKind, ReloadReport, Respond, Responded};
 use host_abi::{
-    error_code, AbiError, AbiFuture, AppDescriptor, ForwardRequest, HostSink, HostSink_TO, HttpAnswer, HttpPost, LogLevel,
+    ErrorCode, AbiError, AbiFuture, AppDescriptor, ForwardRequest, HostSink, HostSink_TO, HttpAnswer, HttpPost, LogLevel,
     LogRecord, ModuleConfig, ModuleEvent, ModuleInstanceBox, RResult, ToolDescriptor,
 };
 use serde::Serialize;
@@ -85,7 +85,7 @@ impl HostSink for GatewaySink {
         match &self.http {
             Some(http) => http.post(post),
             None => async_ffi::FfiFuture::new(async {
-                RResult::RErr(AbiError::new(error_code::NOT_IMPLEMENTED, "this host has no HTTP client for apps"))
+                RResult::RErr(AbiError::new(ErrorCode::NotImplemented, "this host has no HTTP client for apps"))
             }),
         }
     }
@@ -481,10 +481,10 @@ impl ModuleHost {
     /// [`ModuleHost::invoke`] with typed params and result (`host_abi::payloads`); a result that
     /// does not decode is an `internal` error naming the method.
     pub async fn invoke_typed<P: serde::Serialize, R: serde::de::DeserializeOwned>(&self, method: &str, params: &P) -> Result<R, AbiError> {
-        let params = serde_json::to_value(params).map_err(|e| AbiError::new(host_abi::error_code::INTERNAL, e.to_string()))?;
+        let params = serde_json::to_value(params).map_err(|e| AbiError::new(host_abi::ErrorCode::Internal, e.to_string()))?;
         let value = self.invoke(method, &params).await?;
         serde_json::from_value(value)
-            .map_err(|e| AbiError::new(host_abi::error_code::INTERNAL, format!("the module's answer to {method} is not what the interface says: {e}")))
+            .map_err(|e| AbiError::new(host_abi::ErrorCode::Internal, format!("the module's answer to {method} is not what the interface says: {e}")))
     }
 
     pub async fn invoke(&self, method: &str, params: &Value) -> Result<Value, AbiError> {

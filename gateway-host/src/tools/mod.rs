@@ -323,7 +323,7 @@ impl ToolRegistry {
                 match self.module.call_tool(request).await {
                     Ok(outcome) => (ToolResult::from_outcome(outcome), None),
                     Err(e) => {
-                        let cancelled = e.code.as_str() == host_abi::error_code::CANCELLED;
+                        let cancelled = e.code() == host_abi::ErrorCode::Cancelled;
                         (ToolResult::error(e), Some(if cancelled { ToolOutcome::Cancelled } else { ToolOutcome::Failed }))
                     }
                 }

@@ -12,7 +12,7 @@ use abi_stable::std_types::{RString, RVec};
 use host_abi::payloads::{ReconfigureParams, Respond, Responded, ValidateParams};
 use host_abi::jsonrpc;
 use host_abi::{
-    error_code, AbiError, AbiFuture, AppDescriptor, ForwardRequest, ForwardResponse, HostSinkBox, ModuleConfig,
+    ErrorCode, AbiError, AbiFuture, AppDescriptor, ForwardRequest, ForwardResponse, HostSinkBox, ModuleConfig,
     ModuleInfo, ModuleInstance, ModuleInstanceBox, ModuleInstance_TO, ToolCallOutcome, ToolCallRequest, ToolDescriptor,
 };
 use parking_lot::Mutex;
@@ -80,7 +80,7 @@ impl Core {
     fn app(&self, app_id: &str) -> Result<Arc<AppServer>, AbiError> {
         self.registry
             .app(app_id)
-            .ok_or_else(|| AbiError::new(error_code::NOT_FOUND, format!("Unknown McpApp '{app_id}'")))
+            .ok_or_else(|| AbiError::new(ErrorCode::NotFound, format!("Unknown McpApp '{app_id}'")))
     }
 
     fn descriptor(&self, app: &AppServer) -> AppDescriptor {
@@ -120,7 +120,7 @@ impl Instance {
         let apps_config = McpAppsConfig::from_config(&config_value, &config_dir);
         let compatibility = McpCompatibility::from_config(&config_value);
         let runtime = ModuleRuntime::new(crate::runtime::executor::default_workers())
-            .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot start the module's runtime: {e}")))?;
+            .map_err(|e| AbiError::new(ErrorCode::Internal, format!("cannot start the module's runtime: {e}")))?;
         let relays = Arc::new(Relays::default());
         let faults = Faults::from_config(&config_value);
         let declared = host_abi::ModuleConfigExtra::from_json(config.extra_json.as_str());
@@ -289,10 +289,10 @@ impl ModuleInstance for Instance {
             // doubling: ten thousand apps are megabytes. The RString takes the buffer as it is.
             let mut text = Vec::with_capacity(4096 + 1024 * report.apps.len());
             serde_json::to_writer(&mut text, &report)
-                .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot serialise the discovery report: {e}")))?;
+                .map_err(|e| AbiError::new(ErrorCode::Internal, format!("cannot serialise the discovery report: {e}")))?;
             String::from_utf8(text)
                 .map(RString::from)
-                .map_err(|e| AbiError::new(error_code::INTERNAL, format!("cannot serialise the discovery report: {e}")))
+                .map_err(|e| AbiError::new(ErrorCode::Internal, format!("cannot serialise the discovery report: {e}")))
         })
     }
 
@@ -307,7 +307,7 @@ impl ModuleInstance for Instance {
     fn start_app(&self, app_id: RString) -> AbiFuture<AppDescriptor> {
         self.call("start_app", Placement::Spawned, NO_CALL_ID, move |core, _| async move {
             let app = core.app(app_id.as_str())?;
-            app.start(true).await.map_err(|e| AbiError::new(error_code::UPSTREAM, e))?;
+            app.start(true).await.map_err(|e| AbiError::new(ErrorCode::Upstream, e))?;
             Ok(core.descriptor(&app))
         })
     }
@@ -396,11 +396,11 @@ impl ModuleInstance for Instance {
             "shutting down",
             || match self.begin_shutdown() {
                 Ok(done) => async move {
-                    done.await.map_err(|_| AbiError::new(error_code::INTERNAL, "module shutdown thread died")).into()
+                    done.await.map_err(|_| AbiError::new(ErrorCode::Internal, "module shutdown thread died")).into()
                 }
                 .into_ffi(),
                 Err(ShutdownError::AlreadyShutDown) => futures::future::ready(Ok(()).into()).into_ffi(),
-                Err(e) => ready_err(AbiError::new(error_code::INTERNAL, e.to_string())),
+                Err(e) => ready_err(AbiError::new(ErrorCode::Internal, e.to_string())),
             },
             ready_err,
         )
@@ -413,7 +413,7 @@ async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &Cancellat
         Value::Null
     } else {
         serde_json::from_str(params)
-            .map_err(|e| AbiError::new(error_code::INVALID_ARGUMENT, format!("params of '{method}' are not JSON: {e}")))?
+            .map_err(|e| AbiError::new(ErrorCode::InvalidArgument, format!("params of '{method}' are not JSON: {e}")))?
     };
     match method {
         // Round trip through the module runtime, optionally waiting: used by the boundary
@@ -423,7 +423,7 @@ async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &Cancellat
             if delay > 0 {
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_millis(delay.min(60_000))) => {}
-                    _ = cancel.cancelled() => return Err(AbiError::new(error_code::CANCELLED, "diag.echo cancelled")),
+                    _ = cancel.cancelled() => return Err(AbiError::new(ErrorCode::Cancelled, "diag.echo cancelled")),
                 }
             }
             Ok(json!({ "echo": params.get("value").cloned().unwrap_or(Value::Null) }).to_string().into())
@@ -438,7 +438,7 @@ async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &Cancellat
         host_abi::payloads::RECONFIGURE => {
             let ReconfigureParams { config, explicit } = serde_json::from_value(params.clone()).unwrap_or_default();
             if !config.is_object() {
-                return Err(AbiError::new(error_code::INVALID_ARGUMENT, "registry.reconfigure needs the configuration as a JSON object in `config`"));
+                return Err(AbiError::new(ErrorCode::InvalidArgument, "registry.reconfigure needs the configuration as a JSON object in `config`"));
             }
             core.start_watching();
             // The watcher follows the new folders before they are scanned: a change made after
@@ -460,7 +460,7 @@ async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &Cancellat
                     error.get("data").cloned(),
                 )),
                 (None, None) => {
-                    return Err(AbiError::new(error_code::INVALID_ARGUMENT, "call.respond needs a result or an error"));
+                    return Err(AbiError::new(ErrorCode::InvalidArgument, "call.respond needs a result or an error"));
                 }
             };
             let delivered = core.relays.get(call_id).is_some_and(|call| call.respond(&key, answer));
@@ -474,7 +474,7 @@ async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &Cancellat
         })
         .to_string()
         .into()),
-        other => Err(AbiError::new(error_code::NOT_IMPLEMENTED, format!("unknown module method '{other}'"))),
+        other => Err(AbiError::new(ErrorCode::NotImplemented, format!("unknown module method '{other}'"))),
     }
 }
 

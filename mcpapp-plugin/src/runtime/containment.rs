@@ -7,7 +7,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use host_abi::{error_code, AbiError};
+use host_abi::{ErrorCode, AbiError};
 
 /// Runs `body`, turning a panic into `on_panic(error)` after logging it.
 pub fn contain<T>(what: &str, body: impl FnOnce() -> T, on_panic: impl FnOnce(AbiError) -> T) -> T {
@@ -16,7 +16,7 @@ pub fn contain<T>(what: &str, body: impl FnOnce() -> T, on_panic: impl FnOnce(Ab
         Err(payload) => {
             let msg = panic_message(&*payload);
             tracing::error!("panic in module while {what}: {msg}");
-            on_panic(AbiError::new(error_code::PANIC, format!("panic in module while {what}: {msg}")))
+            on_panic(AbiError::new(ErrorCode::Panic, format!("panic in module while {what}: {msg}")))
         }
     }
 }

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use async_ffi::FutureExt as _;
 use futures::FutureExt as _;
-use host_abi::{error_code, AbiError, AbiFuture, RResult};
+use host_abi::{ErrorCode, AbiError, AbiFuture, RResult};
 use parking_lot::{Mutex, RwLock};
 use tokio::runtime::{Handle, Runtime};
 use tokio_util::sync::CancellationToken;
@@ -143,7 +143,7 @@ impl Tasks {
         Tasks { handle, shut_down: Arc::new(AtomicBool::new(false)), runtime_ended: Arc::new(RwLock::new(false)) }
     }
 
-    /// From now on inline calls are answered [`error_code::SHUT_DOWN`] instead of being polled:
+    /// From now on inline calls are answered [`ErrorCode::ShutDown`] instead of being polled:
     /// once the runtime's drivers stop, a timer or socket polled in its context panics ("A Tokio
     /// 1.x context was found, but it is being shutdown"). Returns after the polls under way end.
     fn end_inline_polls(&self) {
@@ -181,7 +181,7 @@ impl Tasks {
     }
 
     /// Runs `fut` on the module runtime and returns a future the host can poll from anywhere.
-    /// A panic in `fut` becomes an [`error_code::PANIC`] error (and a log line).
+    /// A panic in `fut` becomes an [`ErrorCode::Panic`] error (and a log line).
     ///
     /// `cancel` is the call's token (`fut` watches it): dropping the returned future before the
     /// result arrived cancels it, so a host that stops waiting stops the work, whatever else it
@@ -192,7 +192,7 @@ impl Tasks {
         F: Future<Output = Result<T, AbiError>> + Send + 'static,
     {
         if self.is_shut_down() {
-            return ready_err(AbiError::new(error_code::SHUT_DOWN, format!("the module is shut down (while {what})")));
+            return ready_err(AbiError::new(ErrorCode::ShutDown, format!("the module is shut down (while {what})")));
         }
         let (tx, rx) = futures::channel::oneshot::channel::<RResult<T, AbiError>>();
         self.spawn(what, async move {
@@ -201,7 +201,7 @@ impl Tasks {
                 Err(payload) => {
                     let msg = panic_message(&*payload);
                     tracing::error!(call = what, "panic in module while {what}: {msg}");
-                    RResult::RErr(AbiError::new(error_code::PANIC, format!("panic in module while {what}: {msg}")))
+                    RResult::RErr(AbiError::new(ErrorCode::Panic, format!("panic in module while {what}: {msg}")))
                 }
             };
             let _ = tx.send(outcome);
@@ -209,7 +209,7 @@ impl Tasks {
         let mut guard = CancelOnDrop(Some(cancel));
         async move {
             let result = rx.await.unwrap_or_else(|_| {
-                RResult::RErr(AbiError::new(error_code::INTERNAL, format!("the module dropped the call while {what}")))
+                RResult::RErr(AbiError::new(ErrorCode::Internal, format!("the module dropped the call while {what}")))
             });
             guard.disarm();
             result
@@ -254,7 +254,7 @@ impl Tasks {
     /// Returns `fut` as a future the host polls itself: every poll enters this module's runtime
     /// (its tokio copy's context, so timers, sockets and spawns inside reach the module's
     /// reactor, which the runtime's workers keep driving) and catches a panic, which becomes an
-    /// [`error_code::PANIC`] error. The same contract as [`Self::spawn_call`] otherwise:
+    /// [`ErrorCode::Panic`] error. The same contract as [`Self::spawn_call`] otherwise:
     /// dropping it before its result cancels `cancel`, and the rest of the work then finishes
     /// as a task of its own (so a cancelled call still tells its app, as it would as a task).
     /// `fut` must not block the thread: it runs on a host worker.
@@ -264,7 +264,7 @@ impl Tasks {
         F: Future<Output = Result<T, AbiError>> + Send + 'static,
     {
         if self.is_shut_down() {
-            return ready_err(AbiError::new(error_code::SHUT_DOWN, format!("the module is shut down (while {what})")));
+            return ready_err(AbiError::new(ErrorCode::ShutDown, format!("the module is shut down (while {what})")));
         }
         Inline { what, tasks: self.clone(), cancel: Some(cancel), work: Some(Box::pin(fut)) }.into_ffi()
     }
@@ -289,7 +289,7 @@ impl<T: Send + 'static> Future for Inline<T> {
         let this = &mut *self;
         let what = this.what;
         let Some(work) = this.work.as_mut() else {
-            return Poll::Ready(RResult::RErr(AbiError::new(error_code::INTERNAL, format!("polled again after it ended (while {what})"))));
+            return Poll::Ready(RResult::RErr(AbiError::new(ErrorCode::Internal, format!("polled again after it ended (while {what})"))));
         };
         // Held over the poll: the runtime cannot stop under it (see `Tasks::runtime_ended`).
         // Recursive: a poll inside a poll must not wait behind the shutdown thread's writer.
@@ -298,7 +298,7 @@ impl<T: Send + 'static> Future for Inline<T> {
         if *runtime_ended {
             end_work(&mut this.work, &mut this.cancel);
             return Poll::Ready(RResult::RErr(AbiError::new(
-                error_code::SHUT_DOWN,
+                ErrorCode::ShutDown,
                 format!("the module shut down while {what} was in flight"),
             )));
         }
@@ -308,7 +308,7 @@ impl<T: Send + 'static> Future for Inline<T> {
             Err(payload) => {
                 let msg = panic_message(&*payload);
                 tracing::error!(call = what, "panic in module while {what}: {msg}");
-                RResult::RErr(AbiError::new(error_code::PANIC, format!("panic in module while {what}: {msg}")))
+                RResult::RErr(AbiError::new(ErrorCode::Panic, format!("panic in module while {what}: {msg}")))
             }
         };
         end_work(&mut this.work, &mut this.cancel);
@@ -433,7 +433,7 @@ mod tests {
         let rt = runtime();
         let fut = rt.tasks().spawn_call::<(), _>("exploding", CancellationToken::new(), async { panic!("boom") });
         let err = futures::executor::block_on(fut).unwrap_err();
-        assert_eq!(err.code.as_str(), error_code::PANIC);
+        assert_eq!(err.code(), ErrorCode::Panic);
         assert!(err.message.as_str().contains("boom"), "{}", err.message);
         end(rt);
     }
@@ -445,7 +445,7 @@ mod tests {
         let rt = runtime();
         let fut = rt.tasks().run_inline("sleeping", CancellationToken::new(), async {
             tokio::time::sleep(Duration::from_millis(20)).await;
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| AbiError::new(error_code::INTERNAL, e.to_string()))?;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| AbiError::new(ErrorCode::Internal, e.to_string()))?;
             Ok(listener.local_addr().map(|a| a.port()).unwrap_or(0))
         });
         assert!(futures::executor::block_on(fut).unwrap() > 0);
@@ -457,7 +457,7 @@ mod tests {
         let rt = runtime();
         let fut = rt.tasks().run_inline::<(), _>("exploding", CancellationToken::new(), async { panic!("boom") });
         let err = futures::executor::block_on(fut).unwrap_err();
-        assert_eq!(err.code.as_str(), error_code::PANIC);
+        assert_eq!(err.code(), ErrorCode::Panic);
         assert!(err.message.as_str().contains("while exploding: boom"), "{}", err.message);
         end(rt);
     }
@@ -498,7 +498,7 @@ mod tests {
         assert!(!poll_once(&mut fut), "the timer is armed");
         end(rt);
         let err = futures::executor::block_on(fut).unwrap_err();
-        assert_eq!(err.code.as_str(), error_code::SHUT_DOWN, "{}", err.message);
+        assert_eq!(err.code(), ErrorCode::ShutDown, "{}", err.message);
         assert_eq!(err.message.as_str(), "the module shut down while forward was in flight");
     }
 
@@ -535,9 +535,9 @@ mod tests {
         assert_eq!(ended.recv_timeout(Duration::from_secs(10)), Err(std::sync::mpsc::RecvTimeoutError::Disconnected));
         assert!(!tasks.spawn("too late", async {}));
         let late = futures::executor::block_on(tasks.spawn_call("too late", CancellationToken::new(), async { Ok(()) }));
-        assert_eq!(late.unwrap_err().code.as_str(), error_code::SHUT_DOWN);
+        assert_eq!(late.unwrap_err().code(), ErrorCode::ShutDown);
         let late = futures::executor::block_on(tasks.run_inline("too late", CancellationToken::new(), async { Ok(()) }));
-        assert_eq!(late.unwrap_err().code.as_str(), error_code::SHUT_DOWN);
+        assert_eq!(late.unwrap_err().code(), ErrorCode::ShutDown);
         assert!(matches!(rt.shut_down_on_own_thread(|_| {}), Err(ShutdownError::AlreadyShutDown)));
     }
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use abi_stable::std_types::{RResult, Tuple2};
 use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _};
-use host_abi::{error_code, HostSinkBox, HttpBodyBox, HttpPost, ModuleConfigExtra};
+use host_abi::{ErrorCode, HostSinkBox, HttpBodyBox, HttpPost, ModuleConfigExtra};
 use http::HeaderMap;
 
 use crate::runtime::executor::Tasks;
@@ -82,7 +82,7 @@ impl HttpSender {
                 }
                 // A host that declared the method but cannot serve it (no client): nothing was
                 // sent, the module's own client sends it.
-                RResult::RErr(e) if e.code.as_str() == error_code::NOT_IMPLEMENTED => {}
+                RResult::RErr(e) if e.code() == ErrorCode::NotImplemented => {}
                 RResult::RErr(e) => return Err(format!("cannot send the request: {}", e.message)),
             }
         }
