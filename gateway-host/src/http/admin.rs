@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
 
-use super::auth::json_error;
+use super::json_error::json_error;
 use super::connections;
 use super::GatewayState;
 use crate::module::host::SwapError;

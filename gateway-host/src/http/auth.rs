@@ -38,6 +38,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use super::json_error::json_error;
 use super::GatewayState;
 use crate::config::settings::Settings;
 
@@ -311,11 +312,6 @@ pub fn is_loopback_origin(origin: &str) -> bool {
         }
         None => false,
     }
-}
-
-/// A JSON error with the given status.
-pub fn json_error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, Json(json!({ "error": { "code": code, "message": message.into() } }))).into_response()
 }
 
 fn unauthorized(message: &str, invalid: bool) -> Response {

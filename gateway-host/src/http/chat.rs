@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::auth::json_error;
+use super::json_error::json_error;
 use super::connections::{self, MAX_JSON_BODY_BYTES};
 use super::GatewayState;
 use crate::chat::agent::{AppEvent, TurnRequest};

@@ -38,7 +38,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Sleep;
 
-use super::auth::json_error;
+use super::json_error::json_error;
 use crate::config::settings::Settings;
 
 const DEFAULT_HEADER_READ: Duration = Duration::from_secs(15);

@@ -11,7 +11,7 @@ use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::auth::json_error;
+use super::json_error::json_error;
 use super::GatewayState;
 
 pub const ALLOWED_METHODS: &str = "GET, POST, DELETE, OPTIONS";

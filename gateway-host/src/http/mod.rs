@@ -37,6 +37,7 @@ pub mod connections;
 mod cors;
 mod health;
 mod host_page;
+mod json_error;
 pub(crate) mod mcp;
 mod metrics;
 pub mod sandbox;

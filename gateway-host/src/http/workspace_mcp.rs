@@ -24,7 +24,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 use super::admin::module_failure;
-use super::auth::json_error;
+use super::json_error::json_error;
 use super::connections;
 use super::GatewayState;
 use crate::config::workspace::{FieldProblem, ServerDefinition, WorkspaceError};
