@@ -6,9 +6,9 @@
 //!   [`export::forward`] passes a client's request to an app, [`export::tool_bridge`] a model's
 //!   tool call);
 //! - [`apps`]: configuration → [`apps::discovery`] (manifests, [`apps::policy`], overrides) →
-//!   [`apps::install_state`] per app → [`apps::registry`] (lifecycle, supervision, reload);
-//! - [`upstream`]: [`upstream::app_server`] (one upstream MCP session per app) and what it needs
-//!   (process, session, catalog, relay);
+//!   [`apps::install_state`] per app → [`apps::app_server`] (one app's life over its upstream
+//!   session) → [`apps::registry`] (lifecycle, supervision, reload);
+//! - [`upstream`]: the wire to an app (process, session, catalog, relay);
 //! - [`runtime`]: the ground ([`runtime::executor`], the module's tokio runtime and its one
 //!   spawn; [`runtime::containment`], [`runtime::logging`], [`runtime::events`]).
 

@@ -228,7 +228,7 @@ impl AppServer {
             }
             (from, st.last_error.clone())
         };
-        self.ctx.events.state_changed(&self.key, from, to, last_error.as_deref());
+        self.ctx.events.state_changed(&self.key, from.into(), to.into(), last_error.as_deref());
     }
 
     fn manifest(&self) -> Option<Manifest> {
@@ -307,7 +307,7 @@ impl AppServer {
         manifest: &Manifest,
     ) -> Result<Connected, UpstreamError> {
         let (signal_tx, signals) = mpsc::unbounded_channel();
-        let (lifecycle, protocol) = session::lifecycle_for(manifest, self.ctx.force_legacy_initialize);
+        let (lifecycle, protocol) = session::lifecycle_for(&manifest.protocol_version, self.ctx.force_legacy_initialize);
         let handler = || {
             UpstreamHandler::new(
                 &self.key,
@@ -321,7 +321,7 @@ impl AppServer {
         let spawn_err = |e: crate::upstream::process::SpawnError| UpstreamError::Connect(e.to_string());
         let (service, mut process, short_way) = match manifest.transport {
             Transport::Stdio => {
-                let mut process = AppProcess::spawn(manifest, &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
+                let mut process = AppProcess::spawn(&manifest.launch(), &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
                 let (service, short_way) = match session::connect_stdio(&mut process, handler(), lifecycle, &self.ctx.tasks).await {
                     Ok(connected) => connected,
                     Err(e) => return Err(with_exit(Some(&mut process), e).await),
@@ -331,7 +331,7 @@ impl AppServer {
             Transport::Http => {
                 let url = manifest.url.clone().unwrap_or_default();
                 let mut process = match manifest.launches_process() {
-                    true => Some(AppProcess::spawn(manifest, &self.key, false, &self.ctx.tasks).await.map_err(spawn_err)?),
+                    true => Some(AppProcess::spawn(&manifest.launch(), &self.key, false, &self.ctx.tasks).await.map_err(spawn_err)?),
                     false => None,
                 };
                 // A launched app needs a moment to bind its port. Wait for the port with plain TCP

@@ -71,6 +71,22 @@ impl AppState {
     }
 }
 
+/// The state as the host reads it (`AppDescriptor::state`, `app.state_changed` events).
+impl From<AppState> for host_abi::payloads::AppState {
+    fn from(state: AppState) -> Self {
+        use host_abi::payloads::AppState as Wire;
+        match state {
+            AppState::Discovered => Wire::Discovered,
+            AppState::Validated => Wire::Validated,
+            AppState::Loaded => Wire::Loaded,
+            AppState::Running => Wire::Running,
+            AppState::Stopped => Wire::Stopped,
+            AppState::Failed => Wire::Failed,
+            AppState::Disabled => Wire::Disabled,
+        }
+    }
+}
+
 impl fmt::Display for AppState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -21,6 +21,8 @@ use std::path::{Component, Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::upstream::process::Launch;
+
 /// The file name discovery looks for, at any depth under a discovery path.
 pub const MANIFEST_FILE_NAME: &str = "openclaw.mcpapp.json";
 /// Default `version` when the manifest has none.
@@ -509,6 +511,16 @@ impl Manifest {
             Some(wd) if Path::new(wd).is_absolute() => PathBuf::from(wd),
             Some(wd) => clean_path(&self.manifest_dir().join(wd)),
             None => self.manifest_dir().to_path_buf(),
+        }
+    }
+
+    /// What to start for this app (see [`Manifest::launches_process`]).
+    pub fn launch(&self) -> Launch {
+        Launch {
+            command: self.resolved_command(),
+            arguments: self.arguments.clone(),
+            working_dir: self.resolved_working_dir(),
+            environment: self.environment.clone(),
         }
     }
 

@@ -1,9 +1,11 @@
 //! The apps the configuration names, before any of them runs: [`manifest`] (R10) and [`config`]
 //! (R11, R14) are read, [`discovery`] (R12) finds the manifests, [`policy`] (R13) filters them,
-//! [`install_state`] (R15) is each app's lifecycle, [`mcp_servers`] (R30) adds the standard MCP
+//! [`install_state`] (R15) is each app's lifecycle, [`app_server`] (R16, R17) connects, supervises
+//! and stops one app over its upstream session, [`mcp_servers`] (R30) adds the standard MCP
 //! servers, and [`registry`] (R21) keeps the running set in step with the disk ([`watcher`]).
 //! [`validate`] checks manifests for the `validate` command (R41).
 
+pub mod app_server;
 pub mod config;
 pub mod discovery;
 pub mod install_state;

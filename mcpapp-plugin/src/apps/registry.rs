@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::apps::config::McpAppsConfig;
 use crate::apps::discovery::{self, DiscoveryReport};
 use crate::apps::install_state::AppState;
-use crate::upstream::app_server::{AppContext, AppKind, AppServer};
+use crate::apps::app_server::{AppContext, AppKind, AppServer};
 
 pub struct Registry {
     ctx: Arc<AppContext>,

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::events::EventSink;
 use crate::apps::registry::Registry;
-use crate::upstream::app_server::{unavailable, AppKind, CallError};
+use crate::apps::app_server::{unavailable, AppKind, CallError};
 use crate::upstream::relay::Relays;
 use crate::upstream::session::UpstreamError;
 

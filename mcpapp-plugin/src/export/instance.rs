@@ -28,7 +28,7 @@ use crate::apps::config::{McpAppsConfig, McpCompatibility};
 use crate::apps::registry::Registry;
 use crate::apps::watcher::ManifestWatcher;
 use crate::upstream::http_sender::HttpSender;
-use crate::upstream::app_server::{AppContext, AppServer};
+use crate::apps::app_server::{AppContext, AppServer};
 use crate::upstream::relay::Relays;
 
 /// How long a shutdown waits for the apps to stop before their processes are killed with the

@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
+use host_abi::payloads::AppState;
 use host_abi::{event_kind, HostSinkBox, ModuleEvent};
 use serde_json::{json, Value};
-
-use crate::apps::install_state::AppState;
 
 /// Cheap to clone; every part of the module that reports to the host holds one.
 #[derive(Clone)]

@@ -1,5 +1,5 @@
 //! What this library keeps for the whole process rather than for one instance: the thread that
-//! forks the apps (`upstream/process.rs`) and the allocator's background thread with the pages it
+//! forks the apps (`spawner.rs`) and the allocator's background thread with the pages it
 //! caches (`allocator.rs`).
 //!
 //! A library swapped out stays loaded (nothing is ever unloaded: BOUNDARY.md), so each live swap
@@ -40,7 +40,7 @@ impl Drop for InUse {
         let mut live = LIVE.lock();
         *live = live.saturating_sub(1);
         if *live == 0 {
-            crate::upstream::process::retire_spawner();
+            super::spawner::retire();
             #[cfg(not(fuzzing))]
             crate::runtime::allocator::retire();
         }

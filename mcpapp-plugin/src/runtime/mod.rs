@@ -4,7 +4,7 @@
 //! [`containment`] keeps a panic from crossing the boundary; [`logging`] and [`events`] are the
 //! module's two channels to the host's sink; [`faults`] is the test-only fault injection;
 //! [`allocator`] is the module's own allocator; [`library`] lets go of the library's
-//! process-wide threads when its last instance ends.
+//! process-wide threads when its last instance ends; [`spawner`] is the one thread that forks.
 //!
 //! Architecture invariant: this layer imports no other layer of the module (`tests/layers.rs`).
 
@@ -16,3 +16,4 @@ pub mod executor;
 pub mod faults;
 pub mod library;
 pub mod logging;
+pub mod spawner;

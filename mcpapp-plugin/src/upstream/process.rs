@@ -5,14 +5,14 @@
 //!
 //! Every fork of the module happens on one dedicated thread, `mcpapp-spawner`, started on first
 //! use and ending only when neither a module instance of this library nor a child it forked is
-//! left ([`retire_spawner`], called by [`crate::runtime::library`]) — a library swapped out stays
-//! loaded, and would otherwise keep a thread per swap. That matters because of `PR_SET_PDEATHSIG`,
-//! which each app gets so that it dies with the gateway even when the gateway is SIGKILLed: the
-//! kernel sends the death signal when the *thread* that forked the child exits, not the process.
-//! Forking from a runtime worker or a blocking-pool thread (`block_in_place` in a reload, tokio's
-//! 10 s blocking-pool keep-alive) got apps SIGKILLed seconds after they started. On the spawner
-//! thread the signal fires only when the whole process goes, or when no app of this library is
-//! left to fire on.
+//! left ([`crate::runtime::spawner`], retired by [`crate::runtime::library`]) — a library swapped
+//! out stays loaded, and would otherwise keep a thread per swap. That matters because of
+//! `PR_SET_PDEATHSIG`, which each app gets so that it dies with the gateway even when the gateway
+//! is SIGKILLed: the kernel sends the death signal when the *thread* that forked the child exits,
+//! not the process. Forking from a runtime worker or a blocking-pool thread (`block_in_place` in a
+//! reload, tokio's 10 s blocking-pool keep-alive) got apps SIGKILLed seconds after they started.
+//! On the spawner thread the signal fires only when the whole process goes, or when no app of this
+//! library is left to fire on.
 //!
 //! Spawning is asynchronous for the caller: [`AppProcess::spawn`] sends a job over a channel and
 //! awaits the child on a oneshot, so no runtime thread blocks on a fork. The job enters the calling
@@ -55,17 +55,14 @@ use std::ffi::OsString;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::{Duration, Instant};
-
-use parking_lot::Mutex;
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::runtime::library::InUse;
 use crate::runtime::executor::Tasks;
-use crate::apps::manifest::Manifest;
+use crate::runtime::spawner;
 
 /// The variables of the gateway's environment an app inherits (when set), beside every `LC_*`
 /// variable ([`INHERITED_ENV_PREFIX`]). Everything else of the gateway's environment is withheld;
@@ -73,12 +70,6 @@ use crate::apps::manifest::Manifest;
 pub const INHERITED_ENV: &[&str] = &["PATH", "HOME", "LANG", "TZ", "TMPDIR", "USER", "SHELL"];
 /// Locale variables (`LC_ALL`, `LC_CTYPE`, …) are inherited too.
 pub const INHERITED_ENV_PREFIX: &str = "LC_";
-
-/// How often the spawner thread looks for exited guardians while some are pending.
-const REAP_POLL: Duration = Duration::from_millis(100);
-/// How long a retiring spawner thread (or a guardian's drop without one) waits for stood-down
-/// guardians to exit, so that none is left a zombie.
-const REAP_BOUND: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -108,6 +99,17 @@ pub fn child_environment(
     env
 }
 
+/// What to start for an app: its manifest's command, resolved (`Manifest::launch`).
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    /// The program (a path, or a bare name for the `PATH` lookup); `None` when there is none.
+    pub command: Option<PathBuf>,
+    pub arguments: Vec<String>,
+    pub working_dir: PathBuf,
+    /// The manifest's `environment` (after `Entries` overrides), on top of what is inherited.
+    pub environment: std::collections::BTreeMap<String, String>,
+}
+
 /// A running app process. Dropping it kills the whole process group (and stands its guardian
 /// down).
 pub struct AppProcess {
@@ -135,20 +137,20 @@ struct SpawnRequest {
 }
 
 impl AppProcess {
-    /// Starts the manifest's command (on the spawner thread; see the module docs). With
+    /// Starts the app's command (on the spawner thread; see the module docs). With
     /// `stdio_transport`, stdin/stdout are kept for MCP; otherwise stdout goes to the logs like
     /// stderr. Must be called on a module runtime.
     pub async fn spawn(
-        manifest: &Manifest,
+        launch: &Launch,
         app_id: &str,
         stdio_transport: bool,
         tasks: &Tasks,
     ) -> Result<AppProcess, SpawnError> {
-        let command = manifest.resolved_command().ok_or(SpawnError::NoCommand)?;
+        let command = launch.command.clone().ok_or(SpawnError::NoCommand)?;
         let request = SpawnRequest {
-            arguments: manifest.arguments.clone(),
-            working_dir: manifest.resolved_working_dir(),
-            env: child_environment(std::env::vars_os(), &manifest.environment),
+            arguments: launch.arguments.clone(),
+            working_dir: launch.working_dir.clone(),
+            env: child_environment(std::env::vars_os(), &launch.environment),
             stdio_transport,
             app_id: app_id.to_string(),
             command: command.clone(),
@@ -158,16 +160,14 @@ impl AppProcess {
             |reason: String| SpawnError::Spawner { command: command.display().to_string(), reason };
         let handle = tasks.handle().clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        spawner()
-            .map_err(spawner_err)?
-            .run(Box::new(move || {
-                let _entered = handle.enter();
-                let result = spawn_here(request);
-                // If the caller gave up meanwhile (startup timeout), the process is dropped here,
-                // which kills its group.
-                drop(tx.send(result));
-            }))
-            .map_err(spawner_err)?;
+        spawner::run(Box::new(move || {
+            let _entered = handle.enter();
+            let result = spawn_here(request);
+            // If the caller gave up meanwhile (startup timeout), the process is dropped here,
+            // which kills its group.
+            drop(tx.send(result));
+        }))
+        .map_err(spawner_err)?;
         let mut process = rx.await.map_err(|_| spawner_err("the spawn job was dropped".into()))??;
         if let Some(stderr) = process.child.stderr.take() {
             forward_lines(tasks, stderr, app_id.to_string(), "stderr");
@@ -348,110 +348,6 @@ async fn next_line_bounded<R: tokio::io::AsyncBufRead + Unpin>(
 }
 
 // -------------------------------------------------------------------------------------------------
-// The spawner thread
-// -------------------------------------------------------------------------------------------------
-
-type Job = Box<dyn FnOnce() + Send>;
-
-enum Message {
-    Run(Job),
-    /// A guardian was stood down: reap it once it has exited.
-    Reap(libc::pid_t),
-}
-
-#[derive(Clone)]
-struct Spawner {
-    tx: mpsc::Sender<Message>,
-}
-
-impl Spawner {
-    fn run(&self, job: Job) -> Result<(), String> {
-        self.tx.send(Message::Run(job)).map_err(|_| "the spawner thread is gone".to_string())
-    }
-
-    fn reap(&self, pid: libc::pid_t) {
-        let _ = self.tx.send(Message::Reap(pid));
-    }
-}
-
-/// The library's spawner while it runs: started on first use, taken by [`retire_spawner`].
-static SPAWNER: Mutex<Option<Spawner>> = Mutex::new(None);
-
-/// The library's spawner, started if none runs.
-fn spawner() -> Result<Spawner, String> {
-    let mut running = SPAWNER.lock();
-    if let Some(spawner) = running.as_ref() {
-        return Ok(spawner.clone());
-    }
-    let (tx, rx) = mpsc::channel::<Message>();
-    std::thread::Builder::new()
-        .name("mcpapp-spawner".into())
-        .spawn(move || spawner_loop(rx))
-        .map_err(|e| format!("cannot start the spawner thread: {e}"))?;
-    let spawner = Spawner { tx };
-    *running = Some(spawner.clone());
-    Ok(spawner)
-}
-
-/// Ends the spawner thread once it has run its queued jobs and reaped the guardians stood down
-/// (bounded by [`REAP_BOUND`]). Only when no app it forked is running: its children get their
-/// death signal as it ends. The next spawn starts a new one.
-pub fn retire_spawner() {
-    // Dropping the last sender ends the thread's loop; jobs in flight hold a clone for moments.
-    SPAWNER.lock().take();
-}
-
-/// Runs jobs one at a time and reaps stood-down guardians, until every sender is gone (see
-/// [`retire_spawner`]).
-fn spawner_loop(rx: mpsc::Receiver<Message>) {
-    let mut exiting: Vec<libc::pid_t> = Vec::new();
-    loop {
-        let message = if exiting.is_empty() {
-            rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-        } else {
-            rx.recv_timeout(REAP_POLL)
-        };
-        match message {
-            Ok(Message::Run(job)) => {
-                // A panicking job must not end the thread (its children would get PDEATHSIG).
-                if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)) {
-                    tracing::error!(
-                        "panic while spawning an app process: {}",
-                        crate::runtime::containment::panic_message(&*payload)
-                    );
-                }
-            }
-            Ok(Message::Reap(pid)) => exiting.push(pid),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                reap_within(&mut exiting, REAP_BOUND);
-                return;
-            }
-        }
-        exiting.retain(|&pid| !reaped(pid));
-    }
-}
-
-/// Whether `pid` (a guardian we forked) has exited and is reaped now.
-fn reaped(pid: libc::pid_t) -> bool {
-    let mut status = 0;
-    // SAFETY: waitpid on a pid we forked; WNOHANG never blocks.
-    unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) != 0 }
-}
-
-/// Reaps `pids` as they exit, for at most `bound`.
-fn reap_within(pids: &mut Vec<libc::pid_t>, bound: Duration) {
-    let until = Instant::now() + bound;
-    loop {
-        pids.retain(|&pid| !reaped(pid));
-        if pids.is_empty() || Instant::now() >= until {
-            return;
-        }
-        std::thread::sleep(REAP_POLL / 10);
-    }
-}
-
-// -------------------------------------------------------------------------------------------------
 // The guardian
 // -------------------------------------------------------------------------------------------------
 
@@ -500,13 +396,8 @@ impl Drop for Guardian {
         unsafe {
             libc::send(self.link.as_raw_fd(), [1u8].as_ptr().cast(), 1, libc::MSG_NOSIGNAL);
         }
-        // A spawner retired meanwhile (its library's last instance ended) is not restarted for
-        // this: the guardian exits at the byte, and is reaped here.
-        let running = SPAWNER.lock().clone();
-        match running {
-            Some(spawner) => spawner.reap(self.pid),
-            None => reap_within(&mut vec![self.pid], REAP_BOUND),
-        }
+        // The guardian exits at the byte, and is reaped by the spawner (or here if it retired).
+        spawner::reap(self.pid);
     }
 }
 
@@ -629,12 +520,11 @@ mod tests {
         assert_eq!(env["TZ"], "Europe/Paris", "the manifest wins");
     }
 
-    fn manifest(command: &str, args: &[&str]) -> Manifest {
-        Manifest {
-            id: "p".into(),
+    fn launch(command: &str, args: &[&str]) -> Launch {
+        Launch {
             command: Some(command.into()),
             arguments: args.iter().map(|s| s.to_string()).collect(),
-            working_directory: Some("/".into()),
+            working_dir: "/".into(),
             ..Default::default()
         }
     }
@@ -653,7 +543,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         let handle = rt.handle().clone();
         let tasks = Tasks::new(handle.clone());
-        let m = manifest("/bin/sleep", &["30"]);
+        let m = launch("/bin/sleep", &["30"]);
         let mut process = std::thread::spawn(move || handle.block_on(AppProcess::spawn(&m, "p", false, &tasks)).unwrap())
             .join()
             .unwrap();
@@ -673,7 +563,7 @@ mod tests {
     fn the_guardian_stands_down_on_stop() {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
         rt.block_on(async {
-            let m = manifest("/bin/cat", &[]);
+            let m = launch("/bin/cat", &[]);
             let mut process = AppProcess::spawn(&m, "p", true, &Tasks::new(tokio::runtime::Handle::current())).await.unwrap();
             let guardian = process._guardian.as_ref().expect("a guardian").pid;
             assert!(alive(guardian));
@@ -702,7 +592,7 @@ mod tests {
         rt.block_on(async {
             // SAFETY: the test sets a variable no other test reads.
             unsafe { std::env::set_var("MCPAPP_PROCESS_TEST_SECRET", "s3cret") };
-            let mut m = manifest("/bin/sh", &["-c", "echo \"secret=${MCPAPP_PROCESS_TEST_SECRET:-absent} mode=$APP_MODE path=${PATH:+set}\""]);
+            let mut m = launch("/bin/sh", &["-c", "echo \"secret=${MCPAPP_PROCESS_TEST_SECRET:-absent} mode=$APP_MODE path=${PATH:+set}\""]);
             m.environment.insert("APP_MODE".into(), "test".into());
             let mut process = AppProcess::spawn(&m, "p", true, &Tasks::new(tokio::runtime::Handle::current())).await.unwrap();
             let mut out = String::new();

@@ -30,7 +30,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::events::EventSink;
-use crate::apps::manifest::Manifest;
 use crate::runtime::executor::Tasks;
 use crate::upstream::http_relay::HttpRelay;
 use crate::upstream::http_sender::HttpSender;
@@ -584,11 +583,11 @@ pub fn typed_request(method: &str, params: Option<Value>) -> ClientRequest {
     }
 }
 
-/// How to talk to the app: discover-first for apps that declare the 2026-07-28 revision or later
-/// (unless forced to legacy), else the initialize handshake offering the newest initialize-era
-/// revision, which the server negotiates down.
-pub fn lifecycle_for(manifest: &Manifest, force_legacy: bool) -> (ClientLifecycleMode, ProtocolVersion) {
-    let modern = manifest.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str();
+/// How to talk to the app: discover-first for apps that declare (`protocol_version`, the
+/// manifest's) the 2026-07-28 revision or later (unless forced to legacy), else the initialize
+/// handshake offering the newest initialize-era revision, which the server negotiates down.
+pub fn lifecycle_for(protocol_version: &str, force_legacy: bool) -> (ClientLifecycleMode, ProtocolVersion) {
+    let modern = protocol_version >= ProtocolVersion::V_2026_07_28.as_str();
     if modern && !force_legacy {
         (
             ClientLifecycleMode::Auto {
