@@ -23,6 +23,7 @@ mod chat;
 mod http;
 mod module;
 mod metrics;
+mod parse_count;
 mod tools;
 #[cfg(test)]
 mod test_support;
@@ -52,7 +53,7 @@ pub mod fuzzing {
     };
     pub use crate::http::chat::{input_answer, turn_request};
     pub use crate::http::connections::ConnectionLimits;
-    pub use crate::http::mcp::gateway_mcp::Compatibility;
+    pub use crate::http::mcp::endpoint_config::Compatibility;
     pub use crate::http::mcp::jsonrpc_gate::{gate, params_problem, BodyLimit, Gated};
     pub use crate::http::mcp::multiplex::{rewrite_result_uris, rewrite_ui_meta};
     pub use crate::http::mcp::namespacing::{restore_uri, rewrite_uri, uri_key, Cursor};

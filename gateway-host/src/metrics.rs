@@ -178,6 +178,21 @@ struct OutcomeLabels {
     outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ParseLabels {
+    /// `host` or `module`: which side of the module boundary parsed.
+    side: &'static str,
+    /// `request` (a client's, on its way to an app) or `answer` (an app's, on its way back).
+    direction: &'static str,
+}
+
+/// The module's count of its JSON parses on the message path (`invoke("diag.parse_counts")`).
+#[derive(Deserialize)]
+struct ModuleParses {
+    request: u64,
+    answer: u64,
+}
+
 /// The part of an `app.state_changed` event's payload read here.
 #[derive(Deserialize)]
 struct StateChanged {
@@ -201,6 +216,7 @@ pub struct Metrics {
     chat_turns_in_progress: Gauge,
     chat_sessions_active: Gauge,
     module_swaps: Family<OutcomeLabels, Counter>,
+    json_parses: Family<ParseLabels, Counter>,
     /// Registry keys of the apps seen (in events and app lists): the only `app` values a URL can
     /// produce.
     known_apps: RwLock<HashSet<String>>,
@@ -259,6 +275,12 @@ impl Metrics {
             "Live module swaps (POST /admin/module, SIGHUP) by outcome (swapped, refused, failed_to_start)",
             module_swaps.clone(),
         );
+        let json_parses = Family::<ParseLabels, Counter>::default();
+        registry.register(
+            "json_parses",
+            "JSON parses on the message path of proxied requests (a debug counter, issue 40), by side of the module boundary and direction",
+            json_parses.clone(),
+        );
         // Series that exist from the start, so rates over them need no first event.
         for outcome in [TurnOutcome::Ok, TurnOutcome::Error, TurnOutcome::Cancelled] {
             let _ = chat_turns.get_or_create(&OutcomeLabels { outcome: outcome.as_str() });
@@ -277,6 +299,7 @@ impl Metrics {
             chat_turns_in_progress,
             chat_sessions_active,
             module_swaps,
+            json_parses,
             known_apps: RwLock::new(HashSet::new()),
             has_run: Mutex::new(HashSet::new()),
             active_sessions: Mutex::new(HashMap::new()),
@@ -393,6 +416,7 @@ impl Metrics {
             }
         };
         let swaps = module.swap_counts();
+        let module_parses = module.invoke_typed::<_, ModuleParses>("diag.parse_counts", &()).await.ok();
         let _one = self.scraping.lock();
         // Apps that went away take their state series with them.
         self.app_state.clear();
@@ -413,6 +437,19 @@ impl Metrics {
         // The module host counts swaps (whoever asked for them); the counter catches up to it.
         for (outcome, total) in swaps {
             let counter = self.module_swaps.get_or_create(&OutcomeLabels { outcome });
+            let seen = counter.get();
+            if total > seen {
+                counter.inc_by(total - seen);
+            }
+        }
+        // The parse counters are kept where the parsing is; these catch up to them.
+        let (request, answer) = crate::parse_count::totals();
+        let mut parses = vec![("host", "request", request), ("host", "answer", answer)];
+        if let Some(ModuleParses { request, answer }) = module_parses {
+            parses.extend([("module", "request", request), ("module", "answer", answer)]);
+        }
+        for (side, direction, total) in parses {
+            let counter = self.json_parses.get_or_create(&ParseLabels { side, direction });
             let seen = counter.get();
             if total > seen {
                 counter.inc_by(total - seen);

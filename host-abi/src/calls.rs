@@ -1,7 +1,10 @@
 //! Calls the host makes through the module: model-side tool calls, raw MCP messages forwarded to
 //! an app, and the relaying of what an app does during one.
 
-use abi_stable::{std_types::RString, StableAbi};
+use abi_stable::{
+    std_types::{ROption, RString, RVec},
+    StableAbi,
+};
 
 /// A model-side tool call.
 #[repr(C)]
@@ -39,40 +42,67 @@ pub struct ToolCallOutcome {
     pub extra_json: RString,
 }
 
-/// A raw MCP JSON-RPC message from a browser, to be forwarded to one app's upstream session.
+/// A client's request for one app (R32, R39, R46), as the host received and checked it.
+///
+/// The host owns HTTP and the JSON-RPC envelope (it parsed the message once, and answers it);
+/// the module owns the app and the wire to it. So what crosses is the request's parts, with
+/// `params` as the JSON text the module parses once, and the answer is the app's result or an
+/// error ([`AppAnswer`]), never an envelope either side has to unpack.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
-pub struct ForwardRequest {
+pub struct AppRequest {
+    /// Chosen by the host, unique among its calls in flight; used by `ModuleInstance::cancel`.
     pub call_id: u64,
+    /// The app (or, with `any_provider`, the standard MCP server `mcp:{id}`).
     pub app_id: RString,
-    /// One JSON-RPC request or notification, as received.
-    pub message_json: RString,
-    /// The browser's `?sessionId=`, empty when none.
+    /// The JSON-RPC method, e.g. `tools/call`; the module refuses those it does not forward.
+    pub method: RString,
+    /// `params` as a JSON object's text; empty when the request had none.
+    pub params_json: RString,
+    /// The browser's `?sessionId=` (the MCP Apps spec has it put into a `tools/call`'s `_meta`);
+    /// empty when none.
     pub session_id: RString,
-    pub extra_json: RString,
+    /// The request may go to a standard MCP server too, not only to an MCP App (the gateway's own
+    /// `/mcp` multiplexes both; a browser's `/apps/mcp/{appId}` reaches MCP Apps only).
+    pub any_provider: bool,
+    /// The call takes part in the relay ([`relay`]); `RNone` when nothing the app does during
+    /// it goes back to a client.
+    pub relay: ROption<RelayOptIn>,
 }
 
-/// The answer to a [`ForwardRequest`].
+/// A call's opt-in to the relay ([`relay`]): what its client can be asked.
 #[repr(C)]
-#[derive(StableAbi, Debug, Clone)]
-pub struct ForwardResponse {
-    /// One JSON-RPC response (result or error); empty for a notification.
-    pub message_json: RString,
-    pub extra_json: RString,
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct RelayOptIn {
+    /// The client capabilities the caller declared, by name (`sampling`, `elicitation`, `roots`).
+    pub client_capabilities: RVec<RString>,
 }
 
-/// What a [`ForwardRequest`]'s `extra_json` may say besides the relay opt-in.
-pub mod forward {
-    /// `{"anyProvider": true}`: the request may go to a standard MCP server too, not only to an
-    /// MCP App (the gateway's own `/mcp` multiplexes both; a browser's `/apps/mcp/{appId}` only
-    /// reaches MCP Apps). A module without it answers such a request "Unknown McpApp".
-    pub const EXTRA_ANY_PROVIDER: &str = "anyProvider";
+/// A JSON-RPC error for the client: the app's own, as it sent it, or the module's about the
+/// request (an unknown or stopped app, a method not forwarded, a lost call).
+#[repr(C)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: RString,
+    /// The error's `data` as JSON text; empty when it has none.
+    pub data_json: RString,
+}
+
+/// The answer to an [`AppRequest`]. A failure of the boundary itself (the module shutting
+/// down, a contained panic) is the call's `AbiError` instead.
+#[repr(u8)]
+#[derive(StableAbi, Debug, Clone, PartialEq, Eq)]
+pub enum AppAnswer {
+    /// The app's `result`, as JSON text.
+    Result(RString),
+    Error(RpcError),
 }
 
 /// Relaying what an app does during a request back to the client that made it (SPEC R42).
 ///
-/// A host opts a call in by putting `{"relay": {"clientCapabilities": {…}}}` into the
-/// `extra_json` of its [`ToolCallRequest`] or [`ForwardRequest`] (the caller's progress token
+/// A host opts a call in with [`AppRequest::relay`], or by putting
+/// `{"relay": {"clientCapabilities": {…}}}` into the `extra_json` of its [`ToolCallRequest`] (the caller's progress token
 /// travels where MCP puts it: `_meta.progressToken` of the request). The module then reports the
 /// call's notifications and server-to-client requests as [`event_kind::CALL_NOTIFICATION`](crate::event_kind::CALL_NOTIFICATION) and
 /// [`event_kind::CALL_REQUEST`](crate::event_kind::CALL_REQUEST) events, and takes the answers through

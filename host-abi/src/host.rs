@@ -48,16 +48,27 @@ pub struct HttpPost {
     /// Names and values, sent as they are (a value need not be UTF-8).
     pub headers: RVec<Tuple2<RString, RVec<u8>>>,
     pub body: RVec<u8>,
+    /// The most an answer's body may hold; a JSON answer that is larger fails the post.
+    pub max_body_bytes: u64,
 }
 
-/// The head of the answer to an [`HttpPost`], and its body to read.
+/// The head of the answer to an [`HttpPost`], and its body.
 #[repr(C)]
 #[derive(StableAbi)]
 pub struct HttpAnswer {
     pub status: u16,
     /// The answer's `Content-Type`, empty when it has none.
     pub content_type: RString,
-    pub body: HttpBodyBox,
+    pub body: HttpAnswerBody,
+}
+
+/// The body of an [`HttpAnswer`]: a JSON answer whole — read by the host to its end, so it
+/// crosses the boundary once — or any other (an event stream) to read as it arrives.
+#[repr(u8)]
+#[derive(StableAbi)]
+pub enum HttpAnswerBody {
+    Whole(RVec<u8>),
+    Stream(HttpBodyBox),
 }
 
 /// The body of an [`HttpAnswer`], read in order by one reader. Dropping it before its end lets

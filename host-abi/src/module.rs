@@ -11,7 +11,7 @@ use abi_stable::{
 };
 
 use crate::{
-    AbiFuture, AbiResult, AppDescriptor, ForwardRequest, ForwardResponse, HostSinkBox, ToolCallOutcome, ToolCallRequest,
+    AbiFuture, AbiResult, AppAnswer, AppDescriptor, AppRequest, HostSinkBox, ToolCallOutcome, ToolCallRequest,
     ToolDescriptor, INTERFACE_VERSION,
 };
 
@@ -80,8 +80,9 @@ pub trait ModuleInstance: Send + Sync {
     /// not as an `AbiError`, except for boundary-level failures.
     fn call_tool(&self, request: ToolCallRequest) -> AbiFuture<ToolCallOutcome>;
 
-    /// Forwards one raw MCP JSON-RPC message to an app's upstream session.
-    fn forward(&self, request: ForwardRequest) -> AbiFuture<ForwardResponse>;
+    /// Passes a client's request to an app's upstream session: the app's result, or a JSON-RPC
+    /// error for the client.
+    fn forward(&self, request: AppRequest) -> AbiFuture<AppAnswer>;
 
     /// Cancels a call in flight by its `call_id`. Returns whether such a call was found.
     fn cancel(&self, call_id: u64) -> bool;

@@ -509,7 +509,7 @@ fn assert_enveloped(seen: &Value) {
     assert!(seen["capabilities"]["extensions"].is_object(), "the gateway's capabilities: {seen}");
 }
 
-/// A tool call to an HTTP app goes the short way (`upstream/http_relay.rs`): on the session rmcp
+/// A tool call to an HTTP app goes the short way (`upstream/short_way/http.rs`): on the session rmcp
 /// opened, with the headers rmcp sends on it, under a request id of its own (a string, so it
 /// never meets rmcp's numbers). To an app of the 2026-07-28 revision it goes without a session,
 /// with the revision's envelope and per-message headers, as rmcp's requests do; a call of a tool
@@ -557,7 +557,7 @@ fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
 }
 
 /// A tool call to a stdio app of an initialize-era revision goes the short way too
-/// (`upstream/stdio_relay.rs`): its line is written to the app's stdin under the short way's id
+/// (`upstream/short_way/stdio.rs`): its line is written to the app's stdin under the short way's id
 /// and its answer taken off the app's stdout before rmcp reads it, while rmcp keeps the rest of
 /// the session (the listings, the app's notifications) on the same pipes. Many calls at once, the
 /// short way's and rmcp's mixed, each get their own answer. A call to an app of the 2026-07-28

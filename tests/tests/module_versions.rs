@@ -311,7 +311,7 @@ fn a_newer_minor_host_loads_todays_module_and_reports_the_optional_method_unavai
 
 /// A host that does not offer `HostSink::http_post` (a 1.0 host, or here the next-minor fixture
 /// host, which offers only `HostSink::notice`) still gets its tool calls to HTTP apps answered:
-/// the module sends them with its own client (`upstream/http_sender.rs`), from its own runtime.
+/// the module sends them with its own client (`upstream/short_way/http_sender.rs`), from its own runtime.
 #[test]
 fn a_host_without_http_post_gets_http_apps_called_by_the_modules_own_client() {
     let host = fixture("append").host;

@@ -103,7 +103,7 @@ impl GatewayState {
         let resource_holds = mcp::resource_holds::ResourceHolds::new(module.clone());
         let (apps_mcp, pass_through) = mcp::apps_mcp::service(
             tools.clone(),
-            mcp::gateway_mcp::Compatibility::from_settings(&settings),
+            mcp::endpoint_config::Compatibility::from_settings(&settings),
             mcp::apps_mcp::max_request_bytes(&settings),
             shared_sessions,
             shutdown.child_token(),
@@ -133,7 +133,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
     // Both MCP endpoints: the JSON-RPC gate before rmcp, the DELETE status after it.
     let limit = mcp::jsonrpc_gate::BodyLimit(mcp::apps_mcp::max_request_bytes(&state.settings));
     let gate = from_fn_with_state(limit, mcp::jsonrpc_gate::gate);
-    let session_end = axum::middleware::from_fn(mcp::gateway_mcp::session_end_status);
+    let session_end = axum::middleware::from_fn(mcp::endpoint_config::session_end_status);
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::scrape))
@@ -159,7 +159,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/mcp/{app_id}", any(mcp::apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
         .nest_service("/mcp", {
             // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
-            let mux = (!mcp::gateway_mcp::tools_only(&state.settings)).then(|| {
+            let mux = (!mcp::endpoint_config::tools_only(&state.settings)).then(|| {
                 let mux = mcp::multiplex::Multiplexer::new(state.module.clone());
                 mux.follow_module();
                 mux
@@ -167,7 +167,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
             let (service, short) = mcp::gateway_mcp::service(
                 state.tools.clone(),
                 mux,
-                mcp::gateway_mcp::Compatibility::from_settings(&state.settings),
+                mcp::endpoint_config::Compatibility::from_settings(&state.settings),
                 mcp::apps_mcp::max_request_bytes(&state.settings),
                 mcp::mcp_sessions::for_store(state.chat.store()),
                 state.shutdown.child_token(),

@@ -34,7 +34,8 @@ use async_ffi::FutureExt as _;
 use bytes::Bytes;
 use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _};
-use host_abi::{ErrorCode, AbiError, AbiFuture, HttpAnswer, HttpBody, HttpBody_TO, HttpPost};
+use abi_stable::std_types::RString;
+use host_abi::{ErrorCode, AbiError, AbiFuture, HttpAnswer, HttpAnswerBody, HttpBody, HttpBody_TO, HttpPost};
 use http_body_util::{BodyExt as _, Full};
 use hyper::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Uri};
@@ -158,11 +159,21 @@ impl AppHttp {
                     (status, headers, response.bytes_stream().map(|chunk| chunk.map_err(|e| error_chain(&e))).boxed())
                 }
             };
-            let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().into();
+            let content_type: RString = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().into();
             let body = Body { runtime: http.runtime, state: Arc::new(Mutex::new(Reading::Open(chunks))) };
-            Ok(HttpAnswer { status: status.as_u16(), content_type, body: HttpBody_TO::from_value(body, TD_Opaque) })
+            let body = if is_json(content_type.as_str()) {
+                HttpAnswerBody::Whole(body.read_whole(post.max_body_bytes).await?.into())
+            } else {
+                HttpAnswerBody::Stream(HttpBody_TO::from_value(body, TD_Opaque))
+            };
+            Ok(HttpAnswer { status: status.as_u16(), content_type, body })
         })
     }
+}
+
+/// A JSON answer: one message, wanted whole (an event stream is read as it arrives).
+fn is_json(content_type: &str) -> bool {
+    content_type.split(';').next().unwrap_or_default().trim().eq_ignore_ascii_case("application/json")
 }
 
 fn invalid(message: String) -> AbiError {
@@ -223,6 +234,24 @@ enum Reading {
 struct Body {
     runtime: Handle,
     state: Arc<Mutex<Reading>>,
+}
+
+impl Body {
+    /// The whole body, at most `max` bytes; what is read after a failure is left to [`Drop`].
+    async fn read_whole(&self, max: u64) -> Result<Vec<u8>, AbiError> {
+        let taken = std::mem::replace(&mut *self.state.lock(), Reading::Ended);
+        let Reading::Open(mut stream) = taken else { return Ok(Vec::new()) };
+        let mut whole = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| AbiError::new(ErrorCode::Upstream, format!("reading the app's answer failed: {e}")))?;
+            if (whole.len() + chunk.len()) as u64 > max {
+                *self.state.lock() = Reading::Open(stream);
+                return Err(AbiError::new(ErrorCode::Upstream, format!("the app's answer is larger than {max} bytes")));
+            }
+            whole.extend_from_slice(&chunk);
+        }
+        Ok(whole)
+    }
 }
 
 impl HttpBody for Body {
@@ -328,6 +357,15 @@ mod tests {
                         let body = String::from_utf8_lossy(&buffer[head_end..head_end + length]).to_string();
                         kept.lock().push(format!("{head}{body}"));
                         buffer.drain(..head_end + length);
+                        if body.starts_with("{\"json\"") {
+                            // A JSON answer in two chunks, the second 50 ms after the first.
+                            let (first, second) = (r#"{"jsonrpc":"2.0","#, r#""result":{}}"#);
+                            let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n", first.len());
+                            socket.write_all(head.as_bytes()).await.unwrap();
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            socket.write_all(format!("{:x}\r\n{second}\r\n0\r\n\r\n", second.len()).as_bytes()).await.unwrap();
+                            continue;
+                        }
                         let first = "data: 1\n\n";
                         let head = format!(
                             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n{:x}\r\n{first}\r\n",
@@ -349,7 +387,37 @@ mod tests {
             url: url.into(),
             headers: headers.iter().map(|(n, v)| Tuple2(RString::from(*n), RVec::from(v.to_vec()))).collect(),
             body: RVec::from(body.as_bytes().to_vec()),
+            max_body_bytes: 1 << 20,
         }
+    }
+
+    /// The body of an answer that is read as it arrives.
+    fn stream(answer: &HttpAnswer) -> &HttpBodyBox {
+        match &answer.body {
+            HttpAnswerBody::Stream(body) => body,
+            HttpAnswerBody::Whole(_) => panic!("an event stream is not read whole"),
+        }
+    }
+
+    /// A JSON answer crosses the boundary once: whole, however many chunks it came in; one
+    /// larger than the post allows fails it, naming the cap, and its connection still serves.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_json_answer_is_read_whole_within_its_cap() {
+        let (url, connections, _) = server().await;
+        let http = AppHttp::on_current_runtime().unwrap();
+        let answer = http.post(post(&url, &[], r#"{"json":1}"#)).await.unwrap();
+        assert_eq!(answer.content_type.as_str(), "application/json");
+        match answer.body {
+            HttpAnswerBody::Whole(bytes) => assert_eq!(std::str::from_utf8(&bytes).unwrap(), r#"{"jsonrpc":"2.0","result":{}}"#),
+            HttpAnswerBody::Stream(_) => panic!("a JSON answer is read whole"),
+        }
+        let small = HttpPost { max_body_bytes: 20, ..post(&url, &[], r#"{"json":2}"#) };
+        let refused = http.post(small).await.into_result().err().expect("over the cap");
+        assert!(refused.message.contains("larger than 20 bytes"), "{refused}");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let again = http.post(post(&url, &[], r#"{"json":3}"#)).await.unwrap();
+        assert!(matches!(again.body, HttpAnswerBody::Whole(_)));
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "the refused answer was read to its end for the connection's reuse");
     }
 
     /// Reads a body to its end, as text.
@@ -368,8 +436,8 @@ mod tests {
         let headers: &[(&str, &[u8])] = &[("mcp-session-id", b"s-1"), ("x-app-key", b"\xff-not-utf8")];
         let answer = http.post(post(&url, headers, r#"{"jsonrpc":"2.0"}"#)).await.unwrap();
         assert_eq!((answer.status, answer.content_type.as_str()), (200, "text/event-stream"));
-        assert_eq!(read_to_end(&answer.body).await, "data: 1\n\ndata: 2\n\n");
-        assert_eq!(answer.body.next_chunk().await.unwrap(), RNone, "the end stays the end");
+        assert_eq!(read_to_end(stream(&answer)).await, "data: 1\n\ndata: 2\n\n");
+        assert_eq!(stream(&answer).next_chunk().await.unwrap(), RNone, "the end stays the end");
         let request = requests.lock()[0].to_ascii_lowercase();
         assert!(request.starts_with("post /mcp http/1.1"), "{request}");
         assert!(request.contains("mcp-session-id: s-1") && request.ends_with(r#"{"jsonrpc":"2.0"}"#), "{request}");
@@ -386,7 +454,7 @@ mod tests {
         let http = AppHttp::on_current_runtime().unwrap();
         for _ in 0..3 {
             let answer = http.post(post(&url, &[], "{}")).await.unwrap();
-            assert_eq!(answer.body.next_chunk().await.unwrap(), RSome(RVec::from(b"data: 1\n\n".to_vec())));
+            assert_eq!(stream(&answer).next_chunk().await.unwrap(), RSome(RVec::from(b"data: 1\n\n".to_vec())));
             drop(answer);
             tokio::time::sleep(Duration::from_millis(150)).await;
         }
@@ -402,7 +470,7 @@ mod tests {
         let text = std::thread::spawn(move || {
             futures::executor::block_on(async {
                 let answer = http.post(post(&url, &[], "{}")).await.unwrap();
-                read_to_end(&answer.body).await
+                read_to_end(stream(&answer)).await
             })
         })
         .join()
@@ -423,7 +491,7 @@ mod tests {
         let (url, _, requests) = server().await;
         let with_credentials = url.replacen("http://", "http://app:secret@", 1);
         let answer = http.post(post(&with_credentials, &[], "{}")).await.unwrap();
-        assert_eq!(read_to_end(&answer.body).await, "data: 1\n\ndata: 2\n\n");
+        assert_eq!(read_to_end(stream(&answer)).await, "data: 1\n\ndata: 2\n\n");
         let request = requests.lock()[0].clone();
         assert!(request.to_ascii_lowercase().contains("authorization: basic YXBwOnNlY3JldA==".to_ascii_lowercase().as_str()), "credentials as reqwest sends them: {request}");
         // A server that answers the TLS hello as plain HTTP would: with something not TLS.

@@ -11,7 +11,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::RStr;
 use host_abi::payloads::{AppDetail, DiscoveryReport, ProviderKind, ReloadReport, Respond, Responded};
 use host_abi::{
-    ErrorCode, AbiError, AbiFuture, AppDescriptor, ForwardRequest, HostSink, HostSink_TO, HttpAnswer, HttpPost, LogLevel,
+    ErrorCode, AbiError, AbiFuture, AppAnswer, AppDescriptor, AppRequest, HostSink, HostSink_TO, HttpAnswer, HttpPost, LogLevel,
     LogRecord, ModuleConfig, ModuleEvent, ModuleInstanceBox, RResult, ToolDescriptor,
 };
 use serde::Serialize;
@@ -346,40 +346,18 @@ impl ModuleHost {
         Ok(entered.active.instance.list_tools().await.into_result()?.into_vec())
     }
 
-    /// Forwards one browser JSON-RPC message to an app's upstream session. Returns the response
-    /// as JSON text (passed through untouched, so multi-MB resources are not re-encoded), or
-    /// `None` for a notification. If the caller stops waiting (the browser went away), the call
-    /// is cancelled in the module so the upstream request does not linger.
-    pub async fn forward(&self, app_id: &str, message: &Value, session_id: &str) -> Result<Option<String>, AbiError> {
-        self.forward_with(self.next_call_id(), app_id, message, session_id, &Value::Object(Default::default())).await
-    }
-
-    /// [`ModuleHost::forward`] under a chosen call id, with `extra` (e.g. the relay opt-in).
-    pub async fn forward_with(
-        &self,
-        call_id: u64,
-        app_id: &str,
-        message: &Value,
-        session_id: &str,
-        extra: &Value,
-    ) -> Result<Option<String>, AbiError> {
-        // `serde_json::to_string`, not `Value`'s `Display`: the same text, written straight into
-        // a buffer instead of through `fmt` (~1 % of the gateway's CPU per proxied call).
-        let request = ForwardRequest {
-            call_id,
-            app_id: app_id.into(),
-            message_json: serde_json::to_string(message).unwrap_or_default().into(),
-            session_id: session_id.into(),
-            extra_json: serde_json::to_string(extra).unwrap_or_default().into(),
-        };
+    /// Passes a client's request to its app ([`host_abi::AppRequest`]: the method, `params` as
+    /// JSON text, the caller's relay opt-in): the app's result as JSON text, or a JSON-RPC error.
+    /// If the caller stops waiting (the client went away), the call is cancelled in the module so
+    /// the upstream request does not linger.
+    pub async fn forward(&self, request: AppRequest) -> Result<AppAnswer, AbiError> {
+        let call_id = request.call_id;
         let entered = self.enter().await;
         let _tracked = self.track(call_id);
         let mut guard = CancelOnDrop { instance: &entered.active.instance, call_id, armed: true };
-        let response = entered.active.instance.forward(request).await.into_result();
+        let answer = entered.active.instance.forward(request).await.into_result();
         guard.armed = false;
-        drop(guard);
-        let text = response?.message_json.into_string();
-        Ok((!text.trim().is_empty()).then_some(text))
+        answer
     }
 
     /// A model-side tool call; cancelled in the module if this future is dropped.

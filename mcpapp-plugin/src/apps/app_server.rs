@@ -34,7 +34,9 @@ use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
 use crate::upstream::short_way::ShortWay;
 use crate::upstream::subscriptions::{Listener, SubscribeError, SubscribedUris};
-use crate::upstream::session::{self, Session, SessionEnd, UpstreamError, UpstreamHandler, UpstreamSignal};
+use crate::upstream::error::UpstreamError;
+use crate::upstream::notifier::UpstreamSignal;
+use crate::upstream::session::{self, Session, SessionEnd, UpstreamHandler};
 
 /// Crash-loop cap (SPEC R17): this many losses within [`CRASH_WINDOW`] keep the app Failed until an
 /// explicit start or reload.

@@ -1,23 +1,26 @@
-//! Raw MCP JSON-RPC from a browser, forwarded to an app's gateway-managed session (SPEC R32).
+//! A client's request, passed to an app's gateway-managed session (SPEC R32, R39, R46).
 //!
-//! The host answers `initialize` / `server/discover` itself; what reaches here are the methods an
-//! app UI uses. Results pass through as the app sent them (app-only tools included, names
-//! unprefixed). Two rules are the host's to enforce (MCP Apps spec): a browser may only call
-//! tools visible to apps, and the browser's `sessionId` is injected into `tools/call`'s `_meta`.
-//! The gateway's own `/mcp` forwards here too, to standard MCP servers as well as apps, when it
-//! says so (`host_abi::forward::EXTRA_ANY_PROVIDER`).
+//! The host owns HTTP and the JSON-RPC envelope: it answers `initialize` / `server/discover`
+//! itself, parses and checks each message, and hands over a typed [`AppRequest`] — the app, the
+//! method, `params` as JSON text. This side owns the app and the wire to it: it parses `params`
+//! once, applies the two rules that are the gateway's to enforce (MCP Apps spec: a browser may
+//! only call tools visible to apps, and the browser's `sessionId` goes into `tools/call`'s
+//! `_meta`), and answers with the app's `result` or a typed JSON-RPC error ([`AppAnswer`]) —
+//! never an envelope for the host to unpack again. The gateway's own `/mcp` forwards here too,
+//! to standard MCP servers as well as apps, when the request says so (`any_provider`).
 
 use std::sync::Arc;
 
-use host_abi::{jsonrpc, ForwardRequest};
-use serde_json::{json, Value};
+use host_abi::{jsonrpc, AppAnswer, AppRequest, RpcError};
+use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::runtime::events::EventSink;
 use crate::apps::registry::Registry;
+use crate::runtime::events::EventSink;
+use crate::runtime::parse_count::{self, Direction};
 use crate::apps::app_server::{unavailable, AppKind, CallError};
 use crate::upstream::relay::Relays;
-use crate::upstream::session::UpstreamError;
+use crate::upstream::error::UpstreamError;
 
 /// Methods forwarded to apps.
 pub const FORWARDED_METHODS: &[&str] = &[
@@ -35,108 +38,77 @@ pub const FORWARDED_METHODS: &[&str] = &[
     "ping",
 ];
 
-fn error_response(id: &Value, code: i32, message: impl Into<String>, data: Option<Value>) -> Value {
-    let mut error = json!({ "code": code, "message": message.into() });
-    if let Some(d) = data {
-        error["data"] = d;
-    }
-    json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "error": error })
+fn error(code: i32, message: impl Into<String>, data: Option<Value>) -> AppAnswer {
+    AppAnswer::Error(RpcError {
+        code: code.into(),
+        message: message.into().into(),
+        data_json: data.map(|d| d.to_string()).unwrap_or_default().into(),
+    })
 }
 
-/// Forwards one message; returns the JSON-RPC response, or `None` for a notification.
+/// Passes one request to its app; answers with the app's result or a JSON-RPC error.
 pub async fn forward(
     registry: &Registry,
     relays: &Arc<Relays>,
     events: &EventSink,
-    request: &ForwardRequest,
+    request: &AppRequest,
     cancel: &CancellationToken,
-) -> Option<Value> {
-    let (call_id, app_id, message_json) = (request.call_id, request.app_id.as_str(), request.message_json.as_str());
-    let (session_id, extra_json) = (request.session_id.as_str(), request.extra_json.as_str());
-    let mut message: Value = match serde_json::from_str(message_json) {
-        Ok(m) => m,
-        Err(e) => return Some(error_response(&Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}"), None)),
-    };
-    // The message is this call's own: its params are taken, not copied.
-    let taken_params = message.get_mut("params").map(Value::take);
-    let id = message.get("id").cloned();
-    let Some(method) = message.get("method").and_then(Value::as_str) else {
-        let id = id.unwrap_or(Value::Null);
-        return Some(error_response(&id, jsonrpc::INVALID_REQUEST, "Invalid Request: no method", None));
-    };
-    let Some(id) = id else {
-        // Notifications from the browser (initialized, cancelled…) concern the gateway's own
-        // endpoint, not the shared upstream session.
-        tracing::debug!(app = app_id, "not forwarding notification {method}");
-        return None;
-    };
-    if message.get("jsonrpc").and_then(Value::as_str) != Some(jsonrpc::VERSION) {
-        return Some(error_response(&id, jsonrpc::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\"", None));
-    }
+) -> AppAnswer {
+    let (call_id, app_id, method) = (request.call_id, request.app_id.as_str(), request.method.as_str());
     // A browser reaches MCP Apps only; the gateway's own `/mcp` may reach standard servers too.
-    // (The text is looked at first: every browser call passes here, and few carry the key.)
-    let any_provider = (extra_json.contains(host_abi::forward::EXTRA_ANY_PROVIDER))
-        .then(|| serde_json::from_str::<Value>(extra_json).ok())
-        .flatten()
-        .and_then(|extra| extra.get(host_abi::forward::EXTRA_ANY_PROVIDER).and_then(Value::as_bool))
-        .unwrap_or(false);
-    let Some(app) = registry.app(app_id).filter(|a| any_provider || a.kind == AppKind::App) else {
-        return Some(error_response(
-            &id,
-            jsonrpc::APP_UNAVAILABLE,
-            format!("Unknown McpApp '{app_id}'"),
-            Some(json!({ "appId": app_id, "state": Value::Null })),
-        ));
+    let Some(app) = registry.app(app_id).filter(|a| request.any_provider || a.kind == AppKind::App) else {
+        return error(jsonrpc::APP_UNAVAILABLE, format!("Unknown McpApp '{app_id}'"), Some(json!({ "appId": app_id, "state": Value::Null })));
     };
     if !FORWARDED_METHODS.contains(&method) {
-        return Some(error_response(&id, jsonrpc::METHOD_NOT_FOUND, format!("Method not found: '{method}' is not forwarded to apps"), None));
+        return error(jsonrpc::METHOD_NOT_FOUND, format!("Method not found: '{method}' is not forwarded to apps"), None);
     }
-    let mut params = taken_params;
-    if params.as_ref().is_some_and(|p| !p.is_object() && !p.is_null()) {
-        return Some(error_response(&id, jsonrpc::INVALID_PARAMS, "Invalid params: params must be an object", None));
-    }
+    let params_json = request.params_json.as_str();
+    let mut params = match params_json.trim() {
+        "" => None,
+        text => match parse_count::parsed::<Value>(Direction::Request, text) {
+            Ok(Value::Null) => None,
+            Ok(Value::Object(map)) => Some(map),
+            Ok(_) => return error(jsonrpc::INVALID_PARAMS, "Invalid params: params must be an object", None),
+            Err(e) => return error(jsonrpc::INVALID_PARAMS, format!("Invalid params: not JSON ({e})"), None),
+        },
+    };
     if method == "tools/call" {
-        let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default().to_string();
-        if let Some(catalog) = app.catalog() {
-            if let Some(tool) = catalog.tool(&name) {
-                if !tool.visible_to_app {
-                    return Some(error_response(
-                        &id,
-                        jsonrpc::INVALID_PARAMS,
-                        format!("Tool '{name}' of McpApp '{app_id}' is not visible to apps (its _meta.ui.visibility lacks \"app\")"),
-                        None,
-                    ));
-                }
+        let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
+        if let Some(tool) = app.catalog().as_ref().and_then(|catalog| catalog.tool(name)) {
+            if !tool.visible_to_app {
+                let text = format!("Tool '{name}' of McpApp '{app_id}' is not visible to apps (its _meta.ui.visibility lacks \"app\")");
+                return error(jsonrpc::INVALID_PARAMS, text, None);
             }
         }
-        if !session_id.is_empty() {
-            let p = params.get_or_insert_with(|| json!({}));
-            if !p.get("_meta").is_some_and(Value::is_object) {
-                p["_meta"] = json!({});
-            }
-            p["_meta"]["sessionId"] = json!(session_id);
+        if !request.session_id.is_empty() {
+            put_session_id(params.get_or_insert_with(Map::new), request.session_id.as_str());
         }
     }
-    let params = params.filter(|p| !p.is_null());
     let meta = params.as_ref().and_then(|p| p.get("_meta"));
-    let relay = relays.register(call_id, app_id, extra_json, meta, events);
-    Some(match app.request(method, params, cancel, relay.as_ref().map(|r| &*r.call)).await {
-        Ok(result) => json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "result": result }),
-        Err(CallError::NotRunning { app, state }) => error_response(
-            &id,
+    let capabilities = request.relay.as_ref().into_option().map(|relay| relay.client_capabilities.iter().map(|c| c.to_string()).collect());
+    let relay = relays.register(call_id, app_id, capabilities, meta, events);
+    let params = params.map(Value::Object);
+    match app.request(method, params, cancel, relay.as_ref().map(|r| &*r.call)).await {
+        Ok(result) => AppAnswer::Result(serde_json::to_string(&result).unwrap_or_default().into()),
+        Err(CallError::NotRunning { app, state }) => error(
             jsonrpc::APP_UNAVAILABLE,
             format!("McpApp '{app}' is not running ({})", unavailable(state)),
             Some(json!({ "appId": app, "state": state.as_str() })),
         ),
-        Err(CallError::Upstream { source: UpstreamError::Remote { code, message, data }, .. }) => {
-            let mut error = json!({ "code": code, "message": message });
-            if let Some(d) = data {
-                error["data"] = d;
-            }
-            json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "error": error })
-        }
+        Err(CallError::Upstream { source: UpstreamError::Remote { code, message, data }, .. }) => error(code, message, data),
         Err(e @ (CallError::Lost { .. } | CallError::Cancelled { .. } | CallError::Upstream { .. })) => {
-            error_response(&id, jsonrpc::UPSTREAM_FAILED, e.to_string(), Some(json!({ "appId": app_id })))
+            error(jsonrpc::UPSTREAM_FAILED, e.to_string(), Some(json!({ "appId": app_id })))
         }
-    })
+    }
+}
+
+/// The browser's `sessionId` in a `tools/call`'s `_meta` (MCP Apps).
+fn put_session_id(params: &mut Map<String, Value>, session_id: &str) {
+    let meta = params.entry("_meta").or_insert_with(|| json!({}));
+    if !meta.is_object() {
+        *meta = json!({});
+    }
+    if let Value::Object(meta) = meta {
+        meta.insert("sessionId".into(), Value::String(session_id.into()));
+    }
 }

@@ -12,7 +12,7 @@ use abi_stable::std_types::{RString, RVec};
 use host_abi::payloads::{ReconfigureParams, Respond, Responded, ValidateParams};
 use host_abi::jsonrpc;
 use host_abi::{
-    ErrorCode, AbiError, AbiFuture, AppDescriptor, ForwardRequest, ForwardResponse, HostSinkBox, ModuleConfig,
+    ErrorCode, AbiError, AbiFuture, AppAnswer, AppDescriptor, AppRequest, HostSinkBox, ModuleConfig,
     ModuleInfo, ModuleInstance, ModuleInstanceBox, ModuleInstance_TO, ToolCallOutcome, ToolCallRequest, ToolDescriptor,
 };
 use parking_lot::Mutex;
@@ -27,7 +27,7 @@ use crate::runtime::executor::{ready_err, ModuleRuntime, Placement, ShutdownErro
 use crate::apps::config::{McpAppsConfig, McpCompatibility};
 use crate::apps::registry::Registry;
 use crate::apps::watcher::ManifestWatcher;
-use crate::upstream::http_sender::HttpSender;
+use crate::upstream::short_way::http_sender::HttpSender;
 use crate::apps::app_server::{AppContext, AppServer};
 use crate::upstream::relay::Relays;
 
@@ -205,8 +205,8 @@ impl Instance {
     }
 
     /// Where a call to `app_id` runs: on the host's worker when its short way needs no module
-    /// thread to send it (an HTTP app whose requests the host sends, `upstream/http_sender.rs`;
-    /// a stdio app, whose stdin the call writes itself, `upstream/stdio_relay.rs`); else as a
+    /// thread to send it (an HTTP app whose requests the host sends, `upstream/short_way/http_sender.rs`;
+    /// a stdio app, whose stdin the call writes itself, `upstream/short_way/stdio.rs`); else as a
     /// task of the module's, where rmcp's client tasks run.
     fn placement_of_call(&self, app_id: &str) -> Placement {
         match self.core.registry.app(app_id) {
@@ -340,7 +340,7 @@ impl ModuleInstance for Instance {
             let app = core.app(request.app_id.as_str())?;
             let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
             let relay =
-                core.relays.register(request.call_id, &app.key, request.extra_json.as_str(), meta.as_ref(), &core.events);
+                core.relays.register(request.call_id, &app.key, crate::upstream::relay::opted_in(request.extra_json.as_str()), meta.as_ref(), &core.events);
             Ok(crate::export::tool_bridge::call(
                 &app,
                 request.tool_name.as_str(),
@@ -353,16 +353,11 @@ impl ModuleInstance for Instance {
         })
     }
 
-    fn forward(&self, request: ForwardRequest) -> AbiFuture<ForwardResponse> {
+    fn forward(&self, request: AppRequest) -> AbiFuture<AppAnswer> {
         let call_id = request.call_id;
         let placement = self.placement_of_call(request.app_id.as_str());
         self.call("forward", placement, call_id, move |core, cancel| async move {
-            let response =
-                crate::export::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await;
-            Ok(ForwardResponse {
-                message_json: response.map(|r| serde_json::to_string(&r).unwrap_or_default()).unwrap_or_default().into(),
-                extra_json: "{}".into(),
-            })
+            Ok(crate::export::forward::forward(&core.registry, &core.relays, &core.events, &request, &cancel).await)
         })
     }
 
@@ -380,7 +375,7 @@ impl ModuleInstance for Instance {
     fn invoke(&self, method: RString, params_json: RString) -> AbiFuture<RString> {
         // The named operations that scan or restart apps block or take long: tasks of their own.
         let placement = match method.as_str() {
-            "diag.echo" | "module.status" | host_abi::relay::RESPOND => Placement::Inline,
+            "diag.echo" | "diag.parse_counts" | "module.status" | host_abi::relay::RESPOND => Placement::Inline,
             _ => Placement::Spawned,
         };
         self.call("invoke", placement, NO_CALL_ID, move |core, cancel| async move {
@@ -427,6 +422,11 @@ async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &Cancellat
                 }
             }
             Ok(json!({ "echo": params.get("value").cloned().unwrap_or(Value::Null) }).to_string().into())
+        }
+        // The message path's JSON parses so far (`runtime/parse_count.rs`).
+        "diag.parse_counts" => {
+            let (request, answer) = crate::runtime::parse_count::totals();
+            Ok(json!({ "request": request, "answer": answer }).to_string().into())
         }
         // Validates manifest files (`gateway-host validate`): every problem with its field.
         host_abi::payloads::VALIDATE => {

@@ -232,7 +232,7 @@ pub enum Placement {
     /// must run on one of the runtime's own workers, and for calls that wait on rmcp's client
     /// tasks (which run there), so running them there too hands the call over no more often.
     /// A tool call to a stdio or HTTP app is not one of them: the short way writes its request
-    /// itself (`upstream/stdio_relay.rs`) or the host sends it, so inline it skips the module
+    /// itself (`upstream/short_way/stdio.rs`) or the host sends it, so inline it skips the module
     /// thread on the way to the app (stdio, `ab -c 1`: 2.6 → 1.2 module-thread context switches
     /// per call, ~20 % more calls per second).
     Spawned,

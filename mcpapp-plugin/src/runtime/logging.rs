@@ -61,7 +61,7 @@ fn level_of(level: &Level) -> LogLevel {
 }
 
 /// The source folders (layers) under the crate root: left out of the targets the host sees.
-const LAYERS: &[&str] = &["abi", "apps", "bridge", "upstream"];
+const LAYERS: &[&str] = &["export", "apps", "upstream", "runtime"];
 
 /// `mcpapp_plugin::apps::discovery` → `mcpapp_plugin::discovery`: a target inside one of this
 /// crate's layer folders loses the folder; any other target (explicit ones such as

@@ -3,7 +3,7 @@
 //! [`executor`] owns the module's tokio runtime and is the only way a task starts;
 //! [`containment`] keeps a panic from crossing the boundary; [`logging`] and [`events`] are the
 //! module's two channels to the host's sink; [`faults`] is the test-only fault injection;
-//! [`allocator`] is the module's own allocator; [`library`] lets go of the library's
+//! [`parse_count`] counts the message path's JSON parses; [`allocator`] is the module's own allocator; [`library`] lets go of the library's
 //! process-wide threads when its last instance ends; [`spawner`] is the one thread that forks.
 //!
 //! Architecture invariant: this layer imports no other layer of the module (`tests/layers.rs`).
@@ -16,4 +16,5 @@ pub mod executor;
 pub mod faults;
 pub mod library;
 pub mod logging;
+pub mod parse_count;
 pub mod spawner;

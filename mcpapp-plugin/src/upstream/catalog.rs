@@ -8,7 +8,8 @@ use std::sync::LazyLock;
 
 use serde_json::{json, Value};
 
-use crate::upstream::session::{Session, UpstreamError, UI_MIME_TYPE};
+use crate::upstream::error::UpstreamError;
+use crate::upstream::session::{Session, UI_MIME_TYPE};
 
 /// One tool of an app, as the gateway understands it. The tool's JSON is kept once, as the app
 /// listed it (`raw`); its schemas and `_meta` are read from there when the bridge describes the

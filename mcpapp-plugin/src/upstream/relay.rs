@@ -33,12 +33,21 @@ use crate::runtime::events::EventSink;
 /// What answers a relayed request: the client's result, or its JSON-RPC error.
 pub type Answer = Result<Value, ErrorData>;
 
+/// The capabilities a model-side call's `extra_json` opts it into the relay with
+/// (`{"relay": {"clientCapabilities": {…}}}`), by name; `None` when it does not opt in.
+pub fn opted_in(extra_json: &str) -> Option<Vec<String>> {
+    let extra: Value = serde_json::from_str(extra_json).ok()?;
+    let relay = extra.get(host_abi::relay::EXTRA_KEY).filter(|r| r.is_object())?;
+    let declared = relay.get("clientCapabilities").and_then(Value::as_object);
+    Some(declared.map(|d| d.iter().filter(|(_, v)| !v.is_null()).map(|(k, _)| k.clone()).collect()).unwrap_or_default())
+}
+
 /// One call in flight whose client takes part in the relay.
 pub struct CallRelay {
     pub call_id: u64,
     app_id: String,
-    /// What the calling client declared it can do (`sampling`, `elicitation`, `roots`).
-    client_capabilities: Value,
+    /// What the calling client declared it can do (`sampling`, `elicitation`, `roots`), by name.
+    client_capabilities: Vec<String>,
     /// The caller's own progress token, if it asked for progress.
     client_progress_token: Option<Value>,
     /// Order of registration, so "the most recent call of an app" is well defined.
@@ -66,7 +75,7 @@ impl CallRelay {
     }
 
     pub fn client_supports(&self, capability: &str) -> bool {
-        self.client_capabilities.get(capability).is_some_and(|v| !v.is_null())
+        self.client_capabilities.iter().any(|c| c == capability)
     }
 
     /// Sends a notification of this call to its client.
@@ -138,22 +147,22 @@ impl Drop for RelayGuard {
 }
 
 impl Relays {
-    /// Registers a call that opted in through `extra_json` (`{"relay": {"clientCapabilities"}}`);
-    /// `None` when it did not. `meta` is the request's `_meta` (the caller's progress token).
+    /// Registers a call that opted into the relay, its client having declared
+    /// `client_capabilities` (their names); `None` when it did not opt in. `meta` is the
+    /// request's `_meta` (the caller's progress token).
     pub fn register(
         self: &Arc<Self>,
         call_id: u64,
         app_id: &str,
-        extra_json: &str,
+        client_capabilities: Option<Vec<String>>,
         meta: Option<&Value>,
         events: &EventSink,
     ) -> Option<RelayGuard> {
-        let extra: Value = serde_json::from_str(extra_json).ok()?;
-        let relay = extra.get(host_abi::relay::EXTRA_KEY).filter(|r| r.is_object())?;
+        let client_capabilities = client_capabilities?;
         let call = Arc::new(CallRelay {
             call_id,
             app_id: app_id.to_string(),
-            client_capabilities: relay.get("clientCapabilities").cloned().unwrap_or(Value::Null),
+            client_capabilities,
             client_progress_token: meta
                 .and_then(|m| m.get("progressToken"))
                 .filter(|t| t.is_string() || t.is_number())

@@ -9,18 +9,18 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use host_abi::{jsonrpc, HostSinkBox};
+use host_abi::HostSinkBox;
 // Sampling and roots are deprecated by SEP-2577, but apps of every revision the gateway speaks
 // still use them, and the gateway relays them faithfully.
 #[allow(deprecated)]
 use rmcp::model::{
-    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult, CreateMessageResult,
-    CustomRequest, CustomResult, ElicitResult, ErrorCode, GetExtensions as _, Implementation, InitializeRequestParams,
-    ListRootsResult, ProtocolVersion, ServerNotification, ServerRequest,
+    CancelledNotification, CancelledNotificationParam, ClientCapabilities, ClientRequest, ClientResult,
+    CustomRequest, Implementation, InitializeRequestParams,
+    ProtocolVersion, ServerNotification, ServerRequest,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt as _, InboundStreamOrigin, NotificationContext, Peer, PeerRequestOptions,
-    RequestContext, RoleClient, RunningService, RunningServiceCancellationToken, Service, ServiceError,
+    RequestContext, RoleClient, RunningService, RunningServiceCancellationToken, Service,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -31,11 +31,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::events::EventSink;
 use crate::runtime::executor::Tasks;
-use crate::upstream::http_relay::HttpRelay;
-use crate::upstream::http_sender::HttpSender;
-use crate::upstream::short_way::{CallContext, Envelope, Relayed, ShortWay};
-use crate::upstream::stdio_relay::{self, StdioRelay};
-use crate::upstream::ordering::{OrderGate, Seq, Sequenced};
+use crate::upstream::short_way::http::HttpShortWay;
+use crate::upstream::short_way::http_sender::HttpSender;
+use crate::upstream::error::UpstreamError;
+use crate::upstream::notifier::{client_result, Notifier, UpstreamSignal};
+use crate::upstream::short_way::message::{CallContext, Envelope, Relayed};
+use crate::upstream::short_way::ShortWay;
+use crate::upstream::short_way::stdio::{self, StdioShortWay};
+use crate::upstream::ordering::{Seq, Sequenced};
 use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
 
@@ -48,82 +51,11 @@ pub const UI_MIME_TYPE: &str = "text/html;profile=mcp-app";
 /// (rmcp's defaults for the last two, 16 MiB, failed a 50 MiB tool result).
 const MAX_JSON_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
-#[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
-    #[error("{0}")]
-    Connect(String),
-    #[error("request timed out after {0:?}")]
-    Timeout(Duration),
-    #[error("the app returned an error: {message} (code {code})")]
-    Remote { code: i32, message: String, data: Option<Value> },
-    #[error("connection to the app lost: {0}")]
-    Transport(String),
-    #[error("the request was cancelled")]
-    Cancelled,
-    /// The app does not take what is sent to it (it stopped reading its stdin).
-    #[error("{0}")]
-    Stalled(String),
-    #[error("{0}")]
-    Invalid(String),
-}
-
-impl UpstreamError {
-    fn from_service(err: ServiceError, timeout: Duration) -> UpstreamError {
-        match err {
-            ServiceError::McpError(e) => {
-                UpstreamError::Remote { code: e.code.0, message: e.message.to_string(), data: e.data }
-            }
-            ServiceError::Timeout { .. } => UpstreamError::Timeout(timeout),
-            other => UpstreamError::Transport(other.to_string()),
-        }
-    }
-
-    /// The JSON-RPC error object a proxy returns for this failure.
-    pub fn to_jsonrpc_error(&self) -> Value {
-        match self {
-            UpstreamError::Remote { code, message, data } => {
-                let mut e = json!({ "code": code, "message": message });
-                if let Some(d) = data {
-                    e["data"] = d.clone();
-                }
-                e
-            }
-            UpstreamError::Timeout(_) | UpstreamError::Stalled(_) => json!({ "code": jsonrpc::UPSTREAM_FAILED, "message": self.to_string() }),
-            other => json!({ "code": jsonrpc::INTERNAL_ERROR, "message": other.to_string() }),
-        }
-    }
-}
-
-/// Signals from the handler to the app's supervisor.
-#[derive(Debug)]
-pub enum UpstreamSignal {
-    ToolsChanged,
-    ResourcesChanged,
-    PromptsChanged,
-}
-
 /// The client side of the session: relays the app's requests and request-scoped notifications to
 /// the client of the call they belong to (`relay.rs`), and reports the rest as module events.
 pub struct UpstreamHandler {
     notifier: Notifier,
     info: InitializeRequestParams,
-}
-
-/// Where every notification of an app's session goes, whichever way it arrived: pushed by the
-/// app (initialize-era sessions, through [`UpstreamHandler`]) or delivered on a
-/// `subscriptions/listen` stream (2026-07-28 sessions, `subscriptions.rs`). Cheap to clone.
-#[derive(Clone)]
-pub struct Notifier {
-    inner: Arc<NotifierInner>,
-}
-
-struct NotifierInner {
-    app_id: String,
-    events: EventSink,
-    signals: mpsc::UnboundedSender<UpstreamSignal>,
-    relays: Arc<Relays>,
-    /// The app's notifications are handled in the order it sent them (see `ordering.rs`).
-    order: OrderGate,
 }
 
 /// What the gateway declares to apps: the MCP Apps UI extension, MCP Tasks, and sampling,
@@ -156,37 +88,13 @@ impl UpstreamHandler {
         client.name = "openclaw-gateway".into();
         client.version = host_version.to_string();
         let info = InitializeRequestParams::new(gateway_client_capabilities(), client).with_protocol_version(protocol);
-        let notifier = Notifier {
-            inner: Arc::new(NotifierInner {
-                app_id: app_id.to_string(),
-                events,
-                signals,
-                relays,
-                order: OrderGate::default(),
-            }),
-        };
+        let notifier = Notifier::new(app_id, events, signals, relays);
         UpstreamHandler { notifier, info }
     }
 
     pub fn notifier(&self) -> Notifier {
         self.notifier.clone()
     }
-}
-
-/// A client's answer as the typed result rmcp sends back for `method`.
-#[allow(deprecated)]
-fn client_result(method: &str, answer: Value) -> Result<ClientResult, ErrorData> {
-    let invalid = |e: serde_json::Error| {
-        ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("the client's answer to '{method}' is not valid: {e}"), None)
-    };
-    Ok(match method {
-        "sampling/createMessage" => {
-            ClientResult::CreateMessageResult(Box::new(serde_json::from_value::<CreateMessageResult>(answer).map_err(invalid)?))
-        }
-        "elicitation/create" => ClientResult::ElicitResult(serde_json::from_value::<ElicitResult>(answer).map_err(invalid)?),
-        "roots/list" => ClientResult::ListRootsResult(serde_json::from_value::<ListRootsResult>(answer).map_err(invalid)?),
-        _ => ClientResult::CustomResult(CustomResult(answer)),
-    })
 }
 
 impl Service<RoleClient> for UpstreamHandler {
@@ -222,113 +130,6 @@ impl Service<RoleClient> for UpstreamHandler {
     fn get_info(&self) -> InitializeRequestParams {
         self.info.clone()
     }
-}
-
-impl Notifier {
-    /// Puts an app's question (a request of the app during a call: sampling, elicitation,
-    /// roots…) to the client of the call it belongs to (`origin`: the gateway's request it came
-    /// with, where the transport says), and returns that client's answer. `gone` fires when
-    /// the app stops asking.
-    pub async fn put_question(
-        &self,
-        method: &str,
-        params: Value,
-        origin: Option<&rmcp::model::RequestId>,
-        gone: &CancellationToken,
-    ) -> Result<Value, ErrorData> {
-        let app_id = &self.inner.app_id;
-        let Some(call) = self.inner.relays.for_request(app_id, origin) else {
-            tracing::debug!(app = %app_id, "declining upstream request {method}: no client is waiting on this app");
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                format!("'{method}' is unavailable: no client of the gateway is waiting on this app to answer it"),
-                None,
-            ));
-        };
-        tracing::debug!(app = %app_id, call = call.call_id, "relaying upstream request {method} to the caller");
-        tokio::select! {
-            answer = call.ask(method, params) => answer,
-            _ = gone.cancelled() => {
-                Err(ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("'{method}' was cancelled by the app"), None))
-            }
-        }
-    }
-
-    /// [`Self::put_question`] for the short way, which answers the app itself: the answer
-    /// checked as rmcp checks it (a result of the method's type), as JSON.
-    pub async fn answer_question(
-        &self,
-        method: &str,
-        params: Value,
-        origin: Option<&rmcp::model::RequestId>,
-        gone: &CancellationToken,
-    ) -> Result<Value, ErrorData> {
-        if method == "ping" {
-            return Ok(json!({}));
-        }
-        let answer = self.put_question(method, params, origin, gone).await?;
-        let typed = client_result(method, answer)?;
-        serde_json::to_value(&typed)
-            .map_err(|e| ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("the client's answer to '{method}' cannot be sent: {e}"), None))
-    }
-
-    /// Handles one notification in its turn (the order the app sent it, `ordering.rs`). `seq` is
-    /// its arrival number; its `_meta` and extensions were taken off it already, as rmcp does
-    /// before it calls the handler (see [`Notifier::detach`]).
-    pub async fn deliver(&self, notification: ServerNotification, seq: Option<Seq>) {
-        self.inner.order.wait_turn(seq).await;
-        self.notify(notification);
-        self.inner.order.done(seq);
-    }
-
-    /// Takes a notification's extensions (its arrival number and its `_meta`) off it, exactly as
-    /// rmcp does before handing one to [`UpstreamHandler::handle_notification`], so that one
-    /// delivered on a `subscriptions/listen` stream reaches [`Notifier::deliver`] in the same shape.
-    /// The `_meta` of such a notification carries the gateway's own listen request id
-    /// (`io.modelcontextprotocol/subscriptionId`), which means nothing to the host's clients: a
-    /// 2026-07-28 client would take it for the id of a listen request of its own.
-    pub fn detach(mut notification: ServerNotification) -> (ServerNotification, Option<Seq>) {
-        let extensions = std::mem::take(notification.extensions_mut());
-        (notification, extensions.get::<Seq>().copied())
-    }
-
-    /// Asks the supervisor to refresh a list, without a notification from the app (a listen
-    /// stream was re-opened and changes in between may have gone unheard).
-    pub fn signal(&self, signal: UpstreamSignal) {
-        let _ = self.inner.signals.send(signal);
-    }
-
-    /// Reports one notification: to the relayed call it belongs to, else to the host's
-    /// subscribers; list changes also to the supervisor.
-    fn notify(&self, notification: ServerNotification) {
-        self.deliver_message(notification_message(&notification));
-    }
-
-    /// [`Self::notify`] for a notification as the app sent it (the short way's).
-    pub fn deliver_message(&self, message: Value) {
-        let signal = match message.get("method").and_then(Value::as_str) {
-            Some("notifications/tools/list_changed") => Some(UpstreamSignal::ToolsChanged),
-            Some("notifications/resources/list_changed") => Some(UpstreamSignal::ResourcesChanged),
-            Some("notifications/prompts/list_changed") => Some(UpstreamSignal::PromptsChanged),
-            _ => None,
-        };
-        if let Some(signal) = signal {
-            self.signal(signal);
-        }
-        let app_id = &self.inner.app_id;
-        if !self.inner.relays.route_notification(app_id, &message) {
-            self.inner.events.upstream_notification(app_id, message);
-        }
-    }
-}
-
-/// A notification as the JSON-RPC message the host (or a relayed call's client) gets.
-fn notification_message(notification: &ServerNotification) -> Value {
-    let mut message = serde_json::to_value(notification).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut message {
-        map.insert("jsonrpc".into(), json!(jsonrpc::VERSION));
-    }
-    message
 }
 
 /// A live session to one app.
@@ -608,10 +409,10 @@ pub async fn connect_stdio(
     handler: UpstreamHandler,
     lifecycle: ClientLifecycleMode,
     tasks: &Tasks,
-) -> Result<(RunningService<RoleClient, UpstreamHandler>, StdioRelay), UpstreamError> {
+) -> Result<(RunningService<RoleClient, UpstreamHandler>, StdioShortWay), UpstreamError> {
     let stdout = process.stdout.take().ok_or_else(|| UpstreamError::Connect("the process has no stdout".into()))?;
     let stdin = process.stdin.take().ok_or_else(|| UpstreamError::Connect("the process has no stdin".into()))?;
-    let (stdout, stdin, short) = stdio_relay::split(stdout, stdin, MAX_JSON_RESPONSE_BYTES, tasks);
+    let (stdout, stdin, short) = stdio::split(stdout, stdin, MAX_JSON_RESPONSE_BYTES, tasks);
     // The same cap as over HTTP (rmcp's stdio default, 16 MiB, silently drops a bigger frame, and
     // its caller waits for the request timeout).
     let transport =
@@ -651,7 +452,7 @@ pub async fn connect_http(
     lifecycle: ClientLifecycleMode,
     tasks: &Tasks,
     host: Option<Arc<HostSinkBox>>,
-) -> Result<(RunningService<RoleClient, UpstreamHandler>, Option<HttpRelay>), UpstreamError> {
+) -> Result<(RunningService<RoleClient, UpstreamHandler>, Option<HttpShortWay>), UpstreamError> {
     let mut custom = HashMap::new();
     for (name, value) in headers {
         let name = http::HeaderName::from_bytes(name.as_bytes())
@@ -666,7 +467,7 @@ pub async fn connect_http(
         .max_sse_event_size(MAX_JSON_RESPONSE_BYTES)
         .reinit_on_expired_session(true);
     let client = upstream_http_client()?;
-    let short = HttpRelay::new(url, HttpSender::new(client.clone(), host, tasks.clone()), MAX_JSON_RESPONSE_BYTES);
+    let short = HttpShortWay::new(url, HttpSender::new(client.clone(), host, tasks.clone()), MAX_JSON_RESPONSE_BYTES);
     let service = match &short {
         Some(short) => handler.serve_with_lifecycle(Sequenced::new(StreamableHttpClientTransport::with_client(short.client_for_rmcp(), config)), lifecycle).await,
         None => handler.serve_with_lifecycle(Sequenced::new(StreamableHttpClientTransport::with_client(client, config)), lifecycle).await,

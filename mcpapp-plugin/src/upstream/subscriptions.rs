@@ -30,7 +30,8 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::executor::Tasks;
-use crate::upstream::session::{Notifier, Session, UpstreamSignal};
+use crate::upstream::notifier::{Notifier, UpstreamSignal};
+use crate::upstream::session::Session;
 
 /// The resource URIs an app's clients subscribed to (through the browser proxy).
 pub type SubscribedUris = Arc<Mutex<BTreeSet<String>>>;

@@ -199,16 +199,31 @@ impl TestModule {
         async move { ModelView::of(fut.await.unwrap()) }
     }
 
+    /// Passes a JSON-RPC request's method and params to `app`, as the host does; answers with the
+    /// JSON-RPC response the host would write around the module's answer.
     pub fn forward(&self, app: &str, message: &Value, session_id: &str) -> Value {
-        let request = host_abi::ForwardRequest {
+        let request = host_abi::AppRequest {
             call_id: self.next_call.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             app_id: app.into(),
-            message_json: message.to_string().into(),
+            method: message["method"].as_str().unwrap_or_default().into(),
+            params_json: message.get("params").map(Value::to_string).unwrap_or_default().into(),
             session_id: session_id.into(),
-            extra_json: "{}".into(),
+            any_provider: false,
+            relay: host_abi::abi_stable::std_types::RNone,
         };
-        let response = futures::executor::block_on(self.instance.forward(request)).unwrap();
-        serde_json::from_str(response.message_json.as_str()).unwrap_or(Value::Null)
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        match futures::executor::block_on(self.instance.forward(request)).unwrap() {
+            host_abi::AppAnswer::Result(text) => {
+                serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": serde_json::from_str::<Value>(text.as_str()).unwrap_or(Value::Null) })
+            }
+            host_abi::AppAnswer::Error(e) => {
+                let mut error = serde_json::json!({ "code": e.code, "message": e.message.as_str() });
+                if !e.data_json.is_empty() {
+                    error["data"] = serde_json::from_str(e.data_json.as_str()).unwrap_or(Value::Null);
+                }
+                serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error })
+            }
+        }
     }
 
     /// Polls until the app reaches `state` (or the timeout passes); returns whether it did.

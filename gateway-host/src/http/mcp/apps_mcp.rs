@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::response::{IntoResponse, Response};
-use host_abi::{event_kind, jsonrpc, AbiError};
+use host_abi::{event_kind, jsonrpc, AppRequest};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
@@ -44,7 +44,8 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::http::auth::query_param;
-use super::gateway_mcp::{server_config, Compatibility};
+use super::answer::{self, typed, Forwarded};
+use super::endpoint_config::{server_config, Compatibility};
 use super::mcp_relay::{self, Outcome};
 use super::jsonrpc_gate::Gated;
 use super::known_sessions::{KnownSessions, Registration};
@@ -60,9 +61,6 @@ use crate::config::gateway_config::GATEWAY_VERSION;
 
 /// Request bodies larger than this are refused with 413 unless `Gateway.MaxRequestBytes` says otherwise.
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-
-/// What a forwarded request came back as: the app's JSON-RPC response text.
-pub(super) type Forwarded = Result<Option<String>, AbiError>;
 
 /// The app a request is for, put on the HTTP request by the route.
 #[derive(Debug, Clone)]
@@ -184,16 +182,6 @@ fn app_error(app_id: &str, message: String, state: Value) -> ErrorData {
     ErrorData::new(rmcp::model::ErrorCode(jsonrpc::APP_UNAVAILABLE), message, Some(json!({ "appId": app_id, "state": state })))
 }
 
-/// A result as rmcp's type for it. A result is complete when it arrives here (the relay resolved
-/// any `input_required` round of the app's), and says so for 2026-07-28 clients whatever revision
-/// the app speaks; rmcp drops the field again for earlier clients.
-pub(super) fn typed<R: DeserializeOwned>(method: &str, mut value: Value) -> Result<R, ErrorData> {
-    if let Some(result) = value.as_object_mut() {
-        result.entry("resultType").or_insert_with(|| json!("complete"));
-    }
-    serde_json::from_value(value).map_err(|e| invalid_result(method, e))
-}
-
 /// What the gateway knows of a Running app, for answering the handshake itself.
 struct AppFacts {
     id: String,
@@ -255,13 +243,11 @@ impl AppsMcp {
         method: &str,
         params: Value,
     ) -> Result<crate::module::relay::RelayedCall<Forwarded>, ErrorData> {
-        let target = target_of(&context.extensions)?;
-        let message = mcp_relay::forward_message(context, method, params);
-        let extra = mcp_relay::relay_extra(context);
+        let AppTarget { app_id, session_id } = target_of(&context.extensions)?;
         let call_id = self.module.next_call_id();
+        let request = AppRequest { session_id: session_id.into(), ..mcp_relay::forward_request(context, call_id, &app_id, method, params) };
         let module = self.module.clone();
-        let AppTarget { app_id, session_id } = target;
-        Ok(self.module.relayed(call_id, async move { module.forward_with(call_id, &app_id, &message, &session_id, &extra).await }))
+        Ok(self.module.relayed(call_id, async move { module.forward(request).await }))
     }
 
     /// A 2026-07-28 client's retry: the parked call, with its answers, run on.
@@ -284,7 +270,7 @@ impl AppsMcp {
     ) -> Result<Outcome<Value>, ErrorData> {
         let app_id = target_of(&context.extensions)?.app_id;
         Ok(match mcp_relay::drive(call, context, &self.module, &self.parked).await? {
-            Outcome::Done(forwarded) => Outcome::Done(result_for(context, &app_id, method, forwarded)?),
+            Outcome::Done(forwarded) => Outcome::Done(answer::result_for(mcp_relay::is_modern(context), &app_id, method, forwarded)?),
             Outcome::InputRequired(input) => Outcome::InputRequired(input),
         })
     }
@@ -297,56 +283,6 @@ impl AppsMcp {
             Outcome::InputRequired(_) => Err(ErrorData::internal_error(format!("the app asked the client something during '{method}'"), None)),
         }
     }
-}
-
-/// The app's JSON-RPC response text, or the error for a call that brought none.
-pub(super) fn answer_text(app_id: &str, method: &str, forwarded: Forwarded) -> Result<String, ErrorData> {
-    match forwarded {
-        Ok(Some(text)) => Ok(text),
-        Ok(None) => Err(ErrorData::internal_error(format!("McpApp '{app_id}' gave no response to '{method}'"), None)),
-        Err(e) => Err(ErrorData::internal_error(format!("forwarding to McpApp '{app_id}' failed: {e}"), Some(json!({ "appId": app_id })))),
-    }
-}
-
-/// The error an app's JSON-RPC error object stands for: itself, if it reads as one.
-pub(super) fn app_error_of(app_id: &str, method: &str, error: Value) -> ErrorData {
-    serde_json::from_value::<ErrorData>(error.clone()).unwrap_or_else(|_| {
-        ErrorData::internal_error(format!("McpApp '{app_id}' answered '{method}' with an unreadable error: {error}"), None)
-    })
-}
-
-/// Why an app's answer is no JSON-RPC response.
-pub(super) fn invalid_json(app_id: &str, method: &str, e: serde_json::Error) -> ErrorData {
-    ErrorData::internal_error(format!("McpApp '{app_id}' answered '{method}' with invalid JSON: {e}"), None)
-}
-
-/// Why an app's result is not the result its method has.
-pub(super) fn invalid_result(method: &str, e: serde_json::Error) -> ErrorData {
-    ErrorData::internal_error(format!("the app's answer to '{method}' is not a valid MCP result: {e}"), None)
-}
-
-/// The app's JSON-RPC response as a result, or its error as it sent it.
-pub(super) fn result_of(app_id: &str, method: &str, forwarded: Forwarded) -> Result<Value, ErrorData> {
-    let text = answer_text(app_id, method, forwarded)?;
-    let mut response: Value = serde_json::from_str(&text).map_err(|e| invalid_json(app_id, method, e))?;
-    if let Some(error) = response.get_mut("error").map(Value::take) {
-        return Err(app_error_of(app_id, method, error));
-    }
-    Ok(response.get_mut("result").map(Value::take).unwrap_or_else(|| json!({})))
-}
-
-/// The app's result as the request's client gets it: a 2026-07-28 app's cache hints mean
-/// nothing to an earlier client (rmcp drops `resultType` for it, and fills the hints in for
-/// 2026-07-28 clients).
-pub(super) fn result_for(context: &RequestContext<RoleServer>, app_id: &str, method: &str, forwarded: Forwarded) -> Result<Value, ErrorData> {
-    let mut result = result_of(app_id, method, forwarded)?;
-    if !mcp_relay::is_modern(context) {
-        if let Some(map) = result.as_object_mut() {
-            map.remove("ttlMs");
-            map.remove("cacheScope");
-        }
-    }
-    Ok(result)
 }
 
 /// What an answer of `/apps/mcp/{appId}` counts as in `gateway_proxied_requests_total` (a
@@ -431,7 +367,7 @@ impl AppsMcp {
                 let as_task = Tasks::as_task(context, tool.as_ref().and_then(|t| t.extra.get("execution")))?;
                 let call = self.start(context, "tools/call", serde_json::to_value(&request).unwrap_or(Value::Null))?;
                 if as_task {
-                    let finish = move |forwarded| typed("tools/call", result_of(&app_id, "tools/call", forwarded)?);
+                    let finish = move |forwarded| typed("tools/call", answer::result_of(&app_id, "tools/call", forwarded)?);
                     return Ok(CallToolResponse::Task(self.tasks.start(call, self.module.clone(), finish)));
                 }
                 self.run(call, context, "tools/call").await?

@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock, Weak};
 
+use host_abi::AppRequest;
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities, CompleteRequestParams, CompleteResult,
@@ -30,13 +31,14 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData, ServerHandler};
 use serde_json::{json, Map, Value};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::apps_mcp::{result_for, typed, Forwarded};
+use super::answer::{self, typed, Forwarded};
+use super::endpoint_config::{server_config, Compatibility};
 use super::jsonrpc_gate::Gated;
 use super::known_sessions::{KnownSessions, Registration};
 use super::mcp_relay::{self, Outcome};
@@ -45,57 +47,11 @@ use super::multiplex::{self, Change, List, Multiplexer};
 use super::pass_through::{self, Message};
 use super::resource_holds::{ResourceHolds, SessionHolds};
 use crate::module::relay::{Parked, RelayedCall};
-use crate::config::settings::Settings;
 use crate::tools::{ToolRegistry, ToolResult, ToolSource, ToolSpec};
 
 /// The MCP Apps extension a client declares in its capabilities' `extensions` to render app UIs
 /// (MCP Apps spec): such a client also lists and calls the apps' app-only tools.
 pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
-
-/// The compatibility switches that shape `/mcp`.
-#[derive(Debug, Clone, Copy)]
-pub struct Compatibility {
-    pub enable_discovery_first: bool,
-    pub force_legacy_initialize: bool,
-}
-
-impl Compatibility {
-    pub fn from_settings(settings: &Settings) -> Compatibility {
-        Compatibility {
-            enable_discovery_first: compatibility_switch(settings, "EnableDiscoveryFirst").unwrap_or(true),
-            force_legacy_initialize: compatibility_switch(settings, "ForceLegacyInitialize").unwrap_or(false),
-        }
-    }
-
-    pub(super) fn versions(self) -> &'static [ProtocolVersion] {
-        if self.enable_discovery_first && !self.force_legacy_initialize {
-            ProtocolVersion::KNOWN_VERSIONS
-        } else {
-            ProtocolVersion::known_up_to(&ProtocolVersion::LATEST_WITH_INITIALIZE)
-        }
-    }
-}
-
-/// `OpenClaw.McpCompatibility.{key}` (or `McpCompatibility.{key}`), if set.
-fn compatibility_switch(settings: &Settings, key: &str) -> Option<bool> {
-    settings
-        .get_bool(&format!("OpenClaw:McpCompatibility:{key}"))
-        .or_else(|| settings.get_bool(&format!("McpCompatibility:{key}")))
-}
-
-/// `McpCompatibility.ToolsOnly`: `/mcp` offers the registry's tools and nothing else, as before
-/// it multiplexed the apps' resources, prompts and completions (their UI links unrewritten).
-/// A value that is no boolean is named in a warning and read as the default.
-pub fn tools_only(settings: &Settings) -> bool {
-    let switch = compatibility_switch(settings, "ToolsOnly");
-    if switch.is_none() {
-        let set = settings.get("OpenClaw:McpCompatibility:ToolsOnly").or_else(|| settings.get("McpCompatibility:ToolsOnly"));
-        if let Some(value) = set {
-            tracing::warn!("McpCompatibility.ToolsOnly is {value}, not true or false; /mcp multiplexes everything its apps offer");
-        }
-    }
-    switch.unwrap_or(false)
-}
 
 /// What one `/mcp` session asked for: the resources it subscribed to (by their `/mcp` URIs, for
 /// its updates; held at their apps by `holds`, let go when the session ends) and the lowest log
@@ -545,14 +501,12 @@ impl GatewayMcp {
     /// Forwards one request to app `key` with the relay, to its end or its next
     /// `input_required` round; the result's URIs named as `/mcp` names them.
     async fn forward(&self, context: &RequestContext<RoleServer>, key: &str, method: &str, params: Value) -> Result<Outcome<Value>, ErrorData> {
-        let message = mcp_relay::forward_message(context, method, params);
-        let mut extra = mcp_relay::relay_extra(context);
-        extra[host_abi::forward::EXTRA_ANY_PROVIDER] = json!(true);
         let module = self.registry.module().clone();
         let call_id = module.next_call_id();
+        let request = AppRequest { any_provider: true, ..mcp_relay::forward_request(context, call_id, key, method, params) };
         let key = key.to_string();
         let call = self.registry.module().relayed(call_id, async move {
-            let forwarded = module.forward_with(call_id, &key, &message, "", &extra).await;
+            let forwarded = module.forward(request).await;
             (key, forwarded)
         });
         self.run_forward(call, context, method).await
@@ -578,7 +532,7 @@ impl GatewayMcp {
     ) -> Result<Outcome<Value>, ErrorData> {
         Ok(match mcp_relay::drive(call, context, self.registry.module(), &self.parked_forwards).await? {
             Outcome::Done((key, forwarded)) => {
-                let mut result = result_for(context, &key, method, forwarded)?;
+                let mut result = answer::result_for(mcp_relay::is_modern(context), &key, method, forwarded)?;
                 multiplex::rewrite_result_uris(&key, &mut result);
                 Outcome::Done(result)
             }
@@ -842,34 +796,3 @@ impl ShortWay {
     }
 }
 
-/// How both MCP endpoints of the gateway are served: initialize-era clients get a session (their
-/// capabilities and a stream for the server's requests live in it), 2026-07-28 clients are
-/// stateless; plain JSON answers when nothing comes before the result. Host and Origin checks
-/// are the gateway's auth layer's job (it knows whether the gateway is open), so rmcp's own
-/// loopback-only Host check is turned off.
-pub(super) fn server_config(
-    shutdown: CancellationToken,
-    max_request_bytes: usize,
-    shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
-) -> StreamableHttpServerConfig {
-    let mut config = StreamableHttpServerConfig::default();
-    // Kept where every replica finds them (mcp_sessions.rs), when the store is shared.
-    config.session_store = shared_sessions;
-    config
-        .with_max_request_body_bytes(max_request_bytes)
-        .with_legacy_session_mode(true)
-        .with_json_response(true)
-        .disable_allowed_hosts()
-        .with_cancellation_token(shutdown)
-}
-
-/// A session's `DELETE` is answered 200 as the transport spec has it (the Python SDK warns
-/// "Session termination failed: 202" otherwise); rmcp answers 202, so the status is mended here.
-pub async fn session_end_status(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let deleting = request.method() == axum::http::Method::DELETE;
-    let mut response = next.run(request).await;
-    if deleting && response.status() == axum::http::StatusCode::ACCEPTED {
-        *response.status_mut() = axum::http::StatusCode::OK;
-    }
-    response
-}

@@ -68,6 +68,7 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
     }
     // One pass reads the message and checks its keys; only a refused body is read again, for
     // the id its error answers.
+    crate::parse_count::count(crate::parse_count::Direction::Request);
     let message = match serde_json::from_slice::<Strict>(&bytes) {
         Ok(Strict(message)) => message,
         // A repeated key: refused with the request's id, unless the body is not JSON at all

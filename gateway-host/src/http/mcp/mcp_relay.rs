@@ -14,7 +14,8 @@
 //! - a graceful shutdown that stops waiting for calls ends the call with -32001 naming the
 //!   shutdown, as the request's answer on its own stream (see [`drive`]).
 
-use host_abi::jsonrpc;
+use host_abi::abi_stable::std_types::{RNone, RSome, RString};
+use host_abi::{jsonrpc, AppRequest, RelayOptIn};
 use rmcp::model::{ClientCapabilities, InputRequest, InputRequiredResult, ProtocolVersion, ServerNotification, ServerRequest};
 use rmcp::service::{RequestContext, RoleServer, ServiceError};
 use rmcp::ErrorData;
@@ -57,10 +58,10 @@ pub fn forwarded_meta(context: &RequestContext<RoleServer>) -> Map<String, Value
     meta
 }
 
-/// The JSON-RPC request an app gets for a client's `method` with `params`: the client's own
-/// `_meta` kept (progress token, app-defined keys), the revision's envelope and retry fields
+/// The request an app gets for a client's `method` with `params`, with the relay: the client's
+/// own `_meta` kept (progress token, app-defined keys), the revision's envelope and retry fields
 /// (`inputResponses`, `requestState`: the gateway's, not the app's) dropped.
-pub fn forward_message(context: &RequestContext<RoleServer>, method: &str, params: Value) -> Value {
+pub fn forward_request(context: &RequestContext<RoleServer>, call_id: u64, app_id: &str, method: &str, params: Value) -> AppRequest {
     let mut params = match params {
         Value::Object(map) => map,
         _ => Map::new(),
@@ -72,30 +73,64 @@ pub fn forward_message(context: &RequestContext<RoleServer>, method: &str, param
     if !meta.is_empty() {
         params.insert("_meta".into(), Value::Object(meta));
     }
-    json!({ "jsonrpc": jsonrpc::VERSION, "id": context.id, "method": method, "params": params })
+    AppRequest { relay: RSome(relay_opt_in(context)), ..app_request(call_id, app_id, method, &params) }
 }
 
-/// The `extra_json` that opts a call into the relay, with what its client can be asked.
+/// A request for app `app_id` without the relay (a list, a subscription: nothing the app does
+/// during it goes to a client); the fields a caller needs (`session_id`, `any_provider`, `relay`)
+/// are set on the result.
+pub fn app_request(call_id: u64, app_id: &str, method: &str, params: &Map<String, Value>) -> AppRequest {
+    AppRequest {
+        call_id,
+        app_id: app_id.into(),
+        method: method.into(),
+        params_json: serde_json::to_string(params).unwrap_or_default().into(),
+        session_id: RString::new(),
+        any_provider: false,
+        relay: RNone,
+    }
+}
+
+/// The relay opt-in of a call, with what its client can be asked.
 ///
 /// A 2026-07-28 client is offered every question so that the refusal is this module's (with the
 /// revision's error) rather than the module's answer to the app; an initialize-era client's
 /// declared capabilities go as they are.
-pub fn relay_extra(context: &RequestContext<RoleServer>) -> Value {
+pub fn relay_opt_in(context: &RequestContext<RoleServer>) -> RelayOptIn {
     let capabilities = match context.client_capabilities().map(serde_json::to_value) {
         Some(Ok(Value::Object(map))) => map,
         _ => Map::new(),
     };
-    relay_extra_for(capabilities, is_modern(context))
+    relay_opt_in_for(&capabilities, is_modern(context))
+}
+
+/// [`relay_opt_in`] for a client that declared `capabilities` (`modern`: 2026-07-28 or newer).
+pub fn relay_opt_in_for(capabilities: &Map<String, Value>, modern: bool) -> RelayOptIn {
+    let mut declared: Vec<RString> = capabilities.iter().filter(|(_, v)| !v.is_null()).map(|(k, _)| k.as_str().into()).collect();
+    if modern {
+        for (_, capability) in host_abi::relay::REQUEST_CAPABILITIES {
+            if !declared.iter().any(|c| c.as_str() == *capability) {
+                declared.push((*capability).into());
+            }
+        }
+    }
+    RelayOptIn { client_capabilities: declared.into() }
+}
+
+/// A model-side tool call's relay opt-in, as its `extra_json` carries it
+/// (`{"relay": {"clientCapabilities": {…}}}`).
+pub fn relay_extra(context: &RequestContext<RoleServer>) -> Value {
+    extra_of(&relay_opt_in(context))
 }
 
 /// [`relay_extra`] for a client that declared `capabilities` (`modern`: 2026-07-28 or newer).
-pub fn relay_extra_for(mut capabilities: Map<String, Value>, modern: bool) -> Value {
-    if modern {
-        for (_, capability) in host_abi::relay::REQUEST_CAPABILITIES {
-            capabilities.entry(capability.to_string()).or_insert_with(|| json!({}));
-        }
-    }
-    json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": capabilities } })
+pub fn relay_extra_for(capabilities: Map<String, Value>, modern: bool) -> Value {
+    extra_of(&relay_opt_in_for(&capabilities, modern))
+}
+
+fn extra_of(opt_in: &RelayOptIn) -> Value {
+    let declared: Map<String, Value> = opt_in.client_capabilities.iter().map(|c| (c.to_string(), json!({}))).collect();
+    json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": declared } })
 }
 
 fn missing_capability(capability: &str) -> ErrorData {

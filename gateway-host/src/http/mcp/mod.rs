@@ -8,7 +8,9 @@
 //! calls as MCP Tasks; [`known_sessions`] and [`mcp_sessions`] keep the initialize-era sessions;
 //! [`resource_holds`] keeps resource subscriptions.
 
+mod answer;
 pub mod apps_mcp;
+pub mod endpoint_config;
 pub mod gateway_mcp;
 pub(crate) mod jsonrpc_gate;
 mod known_sessions;

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use host_abi::payloads::{AppDetail, AppState, ProviderKind};
-use host_abi::{event_kind, jsonrpc};
+use host_abi::{event_kind, jsonrpc, AppRequest};
 use parking_lot::RwLock;
 use rmcp::ErrorData;
 use serde_json::{json, Map, Value};
@@ -347,9 +347,12 @@ impl Multiplexer {
     /// Sends one request that asks its client nothing (a list, a subscription, a level) to an
     /// app: its result, or its error as the app sent it.
     pub async fn request(&self, key: &str, method: &str, params: Value) -> Result<Value, ErrorData> {
-        let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": 0, "method": method, "params": params });
-        let forwarded = self.module.forward_with(self.module.next_call_id(), key, &message, "", &any_provider()).await;
-        super::apps_mcp::result_of(key, method, forwarded)
+        let params = match params {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        let request = AppRequest { any_provider: true, ..super::mcp_relay::app_request(self.module.next_call_id(), key, method, &params) };
+        super::answer::result_of(key, method, self.module.forward(request).await)
     }
 
     /// `logging/setLevel`, to every Running app that offers logging; the first refusal is the
@@ -365,11 +368,6 @@ impl Multiplexer {
         }
         first_error.map_or(Ok(()), Err)
     }
-}
-
-/// `extra_json` of a forward from `/mcp`: it may reach standard servers too.
-pub fn any_provider() -> Value {
-    json!({ host_abi::forward::EXTRA_ANY_PROVIDER: true })
 }
 
 fn page_of(list: List, items: Vec<Value>, next: Option<Cursor>) -> Value {

@@ -39,7 +39,8 @@
 //! parked calls for `input_required` rounds, the same metrics. The answer is JSON; if the app
 //! sends a notification for the call before its result, the reply turns into an SSE stream, as
 //! rmcp's does. The result is the app's own text with `resultType` added when it lacks one,
-//! after checking that it reads as a `CallToolResult` (else the same error as rmcp's path).
+//! after checking, in the one parse of it on this side, that it reads as a `CallToolResult`
+//! (else the same error as rmcp's path): [`answer::tool_call_reply`].
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -47,18 +48,18 @@ use std::sync::Arc;
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use host_abi::jsonrpc;
+use host_abi::abi_stable::std_types::RSome;
+use host_abi::{jsonrpc, AppRequest};
 use rmcp::model::{ClientCapabilities, ErrorCode, Implementation, ProtocolVersion, ServerJsonRpcMessage, ServerNotification, ServerRequest};
 use rmcp::service::{Peer, RoleServer};
 use rmcp::ErrorData;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::apps_mcp::{self, Forwarded};
-use super::gateway_mcp::Compatibility;
+use super::answer::{self, Forwarded};
+use super::endpoint_config::Compatibility;
 use super::known_sessions::{KnownSession, KnownSessions, SessionCall};
 use super::mcp_relay::{self, Caller, Outcome};
 use crate::metrics::{Metrics, ProxiedOutcome};
@@ -115,14 +116,17 @@ impl PassThrough {
             let _tracked = tracked;
             let counted = metrics.proxied_request(&app_id, "tools/call");
             let id = request.id;
-            let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "method": "tools/call", "params": request.params });
-            let extra = mcp_relay::relay_extra_for(capabilities, modern);
             let call_id = module.next_call_id();
-            let (forwarding, target) = (module.clone(), app_id.clone());
-            let call = module.relayed(call_id, async move { forwarding.forward_with(call_id, &target, &message, &session_id, &extra).await });
+            let forward = AppRequest {
+                session_id: session_id.into(),
+                relay: RSome(mcp_relay::relay_opt_in_for(&capabilities, modern)),
+                ..mcp_relay::app_request(call_id, &app_id, "tools/call", &request.params)
+            };
+            let forwarding = module.clone();
+            let call = module.relayed(call_id, async move { forwarding.forward(forward).await });
             let outcome = mcp_relay::drive(call, &caller, &module, &parked).await;
             let (reply, counted_as) = match outcome {
-                Ok(Outcome::Done(forwarded)) => match complete_result(&app_id, &id, forwarded, modern) {
+                Ok(Outcome::Done(forwarded)) => match answer::tool_call_reply(&app_id, &id, forwarded, modern) {
                     Ok((body, is_error)) => (Message::ok(body), if is_error { ProxiedOutcome::ToolError } else { ProxiedOutcome::Ok }),
                     Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
                 },
@@ -423,120 +427,9 @@ fn status_of(error: &ErrorData) -> StatusCode {
     }
 }
 
-/// How the module's answer reads, without parsing the result into a tree.
-#[derive(serde::Deserialize)]
-struct Answer<'a> {
-    #[serde(borrow)]
-    result: Option<&'a RawValue>,
-    error: Option<Value>,
-}
-
-/// The keys of a result the gateway looks at: whether each is there at all (even as `null`,
-/// which an `Option` would read as absent).
-#[derive(serde::Deserialize)]
-struct ResultKeys {
-    #[serde(rename = "resultType", default)]
-    result_type: Present,
-    #[serde(rename = "ttlMs", default)]
-    ttl_ms: Present,
-    #[serde(rename = "cacheScope", default)]
-    cache_scope: Present,
-}
-
-/// A key that is there, whatever its value.
-#[derive(Default)]
-struct Present(bool);
-
-impl<'de> serde::Deserialize<'de> for Present {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Present(true))
-    }
-}
-
-/// The response text for the app's answer, and whether it is a tool error; or the error the
-/// protocol library's path gives for the same answer (`apps_mcp::result_of`, `typed`).
-///
-/// For a 2026-07-28 client (`modern`) the result says `resultType` (added when the app's lacks
-/// it); an initialize-era client gets neither that nor a 2026-07-28 app's cache hints
-/// (`ttlMs`, `cacheScope`), as on rmcp's path. Otherwise the app's text goes out as it came.
-fn complete_result(app_id: &str, id: &Value, forwarded: Forwarded, modern: bool) -> Result<(String, bool), ErrorData> {
-    const METHOD: &str = "tools/call";
-    let text = apps_mcp::answer_text(app_id, METHOD, forwarded)?;
-    let answer: Answer = serde_json::from_str(&text).map_err(|e| apps_mcp::invalid_json(app_id, METHOD, e))?;
-    if let Some(error) = answer.error {
-        return Err(apps_mcp::app_error_of(app_id, METHOD, error));
-    }
-    let raw = answer.result.map(RawValue::get).unwrap_or("{}");
-    let checked: rmcp::model::CallToolResult = serde_json::from_str(raw).map_err(|e| apps_mcp::invalid_result(METHOD, e))?;
-    let keys: ResultKeys = serde_json::from_str(raw).map_err(|e| apps_mcp::invalid_result(METHOD, e))?;
-    let mut body = String::with_capacity(raw.len() + 64);
-    body.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
-    body.push_str(&id.to_string());
-    body.push_str(",\"result\":");
-    match (modern, keys) {
-        (true, ResultKeys { result_type: Present(true), .. }) => body.push_str(raw),
-        (true, _) => {
-            // `{` + the rest: the type goes first, as rmcp writes it.
-            let inner = raw.trim_start().strip_prefix('{').unwrap_or("}");
-            body.push_str("{\"resultType\":\"complete\"");
-            if !inner.trim_start().starts_with('}') {
-                body.push(',');
-            }
-            body.push_str(inner);
-        }
-        (false, ResultKeys { result_type: Present(false), ttl_ms: Present(false), cache_scope: Present(false) }) => body.push_str(raw),
-        (false, _) => {
-            let mut result: Map<String, Value> = serde_json::from_str(raw).map_err(|e| apps_mcp::invalid_result(METHOD, e))?;
-            for key in ["resultType", "ttlMs", "cacheScope"] {
-                result.remove(key);
-            }
-            body.push_str(&Value::Object(result).to_string());
-        }
-    }
-    body.push('}');
-    Ok((body, checked.is_error == Some(true)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn answer(result: &str) -> Forwarded {
-        Ok(Some(format!("{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{result}}}")))
-    }
-
-    #[test]
-    fn a_result_gets_its_type_first_and_keeps_everything_else() {
-        let (body, is_error) = complete_result("a", &json!(3), answer(r#"{"content":[{"type":"text","text":"hi"}],"x-own":1}"#), true).unwrap();
-        let value: Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(value, json!({ "jsonrpc": "2.0", "id": 3, "result": { "resultType": "complete", "content": [{ "type": "text", "text": "hi" }], "x-own": 1 } }));
-        assert!(!is_error);
-        let (body, _) = complete_result("a", &json!("a"), answer(" { \"isError\" : false } "), true).unwrap();
-        assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({ "jsonrpc": "2.0", "id": "a", "result": { "resultType": "complete", "isError": false } }));
-        let (_, is_error) = complete_result("a", &json!(1), answer(r#"{"resultType":"complete","content":[],"isError":true}"#), true).unwrap();
-        assert!(is_error);
-        let (body, _) = complete_result("a", &json!(1), answer(r#"{"resultType":null,"content":[]}"#), true).unwrap();
-        assert_eq!(body.matches("resultType").count(), 1, "never written twice: {body}");
-    }
-
-    #[test]
-    fn a_session_client_gets_the_result_without_the_newer_revisions_keys() {
-        let text = r#"{"content":[],"x-own":1}"#;
-        let (body, _) = complete_result("a", &json!(2), answer(text), false).unwrap();
-        assert_eq!(body, format!(r#"{{"jsonrpc":"2.0","id":2,"result":{text}}}"#), "the app's text as it came");
-        let (body, is_error) = complete_result("a", &json!(2), answer(r#"{"resultType":"complete","ttlMs":5,"cacheScope":"user","content":[],"isError":true}"#), false).unwrap();
-        assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!({ "jsonrpc": "2.0", "id": 2, "result": { "content": [], "isError": true } }));
-        assert!(is_error);
-    }
-
-    #[test]
-    fn an_invalid_result_or_an_error_is_the_protocol_paths_error() {
-        let e = complete_result("a", &json!(1), answer(r#"{"content":"not a list"}"#), true).unwrap_err();
-        assert!(e.message.contains("not a valid MCP result"), "{}", e.message);
-        let text = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown tool"}}"#;
-        let e = complete_result("a", &json!(1), Ok(Some(text.into())), true).unwrap_err();
-        assert_eq!((e.code, e.message.as_ref()), (ErrorCode::INVALID_PARAMS, "Unknown tool"));
-    }
 
     fn parts(headers: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

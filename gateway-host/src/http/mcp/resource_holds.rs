@@ -8,10 +8,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use host_abi::jsonrpc;
+use host_abi::AppRequest;
 use parking_lot::Mutex;
 use rmcp::ErrorData;
-use serde_json::json;
 
 use crate::module::host::ModuleHost;
 
@@ -70,10 +69,10 @@ impl ResourceHolds {
     }
 
     async fn ask(&self, key: &str, method: &str, uri: &str) -> Result<(), ErrorData> {
-        let message = json!({ "jsonrpc": jsonrpc::VERSION, "id": format!("gw-{method}"), "method": method, "params": { "uri": uri } });
-        let extra = super::multiplex::any_provider();
-        let forwarded = self.module.forward_with(self.module.next_call_id(), key, &message, "", &extra).await;
-        super::apps_mcp::result_of(key, method, forwarded).map(|_| ())
+        let mut params = serde_json::Map::new();
+        params.insert("uri".into(), uri.into());
+        let request = AppRequest { any_provider: true, ..super::mcp_relay::app_request(self.module.next_call_id(), key, method, &params) };
+        super::answer::result_of(key, method, self.module.forward(request).await).map(|_| ())
     }
 }
 

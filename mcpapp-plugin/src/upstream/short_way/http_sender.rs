@@ -18,7 +18,7 @@ use std::time::Duration;
 use abi_stable::std_types::{RResult, Tuple2};
 use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _};
-use host_abi::{ErrorCode, HostSinkBox, HttpBodyBox, HttpPost, ModuleConfigExtra};
+use host_abi::{ErrorCode, HostSinkBox, HttpAnswerBody, HttpBodyBox, HttpPost, ModuleConfigExtra};
 use http::HeaderMap;
 
 use crate::runtime::executor::Tasks;
@@ -64,20 +64,26 @@ impl HttpSender {
         &self.own
     }
 
-    /// POSTs `body` to `url` with `headers`.
-    pub async fn post(&self, url: &reqwest::Url, headers: HeaderMap, body: &[u8]) -> Result<Answer, String> {
+    /// POSTs `body` to `url` with `headers`. The host reads a JSON answer whole, at most
+    /// `max_body_bytes` of it (then it crosses the boundary once); anything else comes as it
+    /// arrives.
+    pub async fn post(&self, url: &reqwest::Url, headers: HeaderMap, body: &[u8], max_body_bytes: usize) -> Result<Answer, String> {
         if let Some(host) = &self.host {
             let post = HttpPost {
                 url: url.as_str().into(),
                 headers: headers.iter().map(|(name, value)| Tuple2(name.as_str().into(), value.as_bytes().to_vec().into())).collect(),
                 body: body.to_vec().into(),
+                max_body_bytes: max_body_bytes as u64,
             };
             match host.http_post(post).await {
                 RResult::ROk(answer) => {
                     return Ok(Answer {
                         status: answer.status,
                         content_type: answer.content_type.as_str().to_ascii_lowercase(),
-                        body: Body::Host(Some(answer.body)),
+                        body: match answer.body {
+                            HttpAnswerBody::Whole(bytes) => Body::Whole(Some(bytes.into_vec())),
+                            HttpAnswerBody::Stream(stream) => Body::Host(Some(stream)),
+                        },
                     })
                 }
                 // A host that declared the method but cannot serve it (no client): nothing was
@@ -107,6 +113,8 @@ impl HttpSender {
 
 /// An answer's body, chunk by chunk (errors as text).
 pub enum Body {
+    /// Read whole by the host (a JSON answer): one chunk.
+    Whole(Option<Vec<u8>>),
     /// Read from the host; the host reads what is left when it is dropped.
     Host(Option<HttpBodyBox>),
     /// Read from the module's own client; what is left when it is dropped is read by a task of
@@ -118,6 +126,7 @@ impl Body {
     /// The next chunk; `None` at the end.
     pub async fn next_chunk(&mut self) -> Option<Result<Vec<u8>, String>> {
         match self {
+            Body::Whole(whole) => whole.take().map(Ok),
             Body::Host(body) => {
                 let chunk = body.as_ref()?.next_chunk().await;
                 match chunk {
@@ -213,7 +222,7 @@ mod tests {
             assert!(!sender.runs_on_host());
             let url = reqwest::Url::parse(&server(sender_tasks, counted).await).unwrap();
             for round in 0..3 {
-                let mut answer = sender.post(&url, HeaderMap::new(), b"{}").await.unwrap();
+                let mut answer = sender.post(&url, HeaderMap::new(), b"{}", 1 << 20).await.unwrap();
                 assert_eq!((answer.status, answer.content_type.as_str()), (200, "text/event-stream"));
                 assert_eq!(answer.body.next_chunk().await.unwrap().unwrap(), b"data: 1\n\n");
                 if round == 2 {

@@ -29,15 +29,14 @@ use std::task::{ready, Context, Poll};
 
 use futures::task::AtomicWaker;
 use parking_lot::Mutex;
-use serde::de::IgnoredAny;
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::runtime::executor::Tasks;
-use crate::upstream::short_way::{cancelled_notification, request_message, response_outcome, CallContext, Relayed};
-use crate::upstream::session::UpstreamError;
+use crate::runtime::parse_count::{self, Direction};
+use crate::upstream::short_way::message::{cancelled_notification, request_message, response_outcome, CallContext, Relayed};
+use crate::upstream::error::UpstreamError;
 
 /// The prefix of the short way's request ids.
 const ID_PREFIX: &str = "gw-";
@@ -49,14 +48,14 @@ const ID_PREFIX: &str = "gw-";
 pub const QUEUE_LIMIT_BYTES: usize = 16 << 20;
 
 /// The short way to one stdio app (see the module docs).
-pub struct StdioRelay {
+pub struct StdioShortWay {
     stdin: Arc<Stdin>,
     waiting: Arc<Waiting>,
     next_id: AtomicU64,
 }
 
 /// An answer's line, or why it cannot be had.
-pub type Answer = Result<Vec<u8>, UpstreamError>;
+pub type Answer = Result<Value, UpstreamError>;
 
 /// Requests of the short way waiting for their answer, by id.
 #[derive(Default)]
@@ -182,7 +181,7 @@ enum Outgoing {
 
 /// Splits an app's stdio between rmcp's transport (the reader and writer to build it from) and
 /// the short way; `max_line`, the message cap. Starts the task that writes to `stdin`.
-pub fn split<R, W>(stdout: R, stdin: W, max_line: usize, tasks: &Tasks) -> (DivertingReader<R>, LineWriter, StdioRelay)
+pub fn split<R, W>(stdout: R, stdin: W, max_line: usize, tasks: &Tasks) -> (DivertingReader<R>, LineWriter, StdioShortWay)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -194,7 +193,7 @@ where
     let waiting = Arc::new(Waiting::default());
     let reader = DivertingReader { inner: stdout, waiting: waiting.clone(), pending: Vec::new(), scanned: 0, out: Vec::new(), out_pos: 0, max_line, discarding: false };
     let writer = LineWriter { stdin: state.clone(), partial: Vec::new() };
-    (reader, writer, StdioRelay { stdin: state, waiting, next_id: AtomicU64::new(1) })
+    (reader, writer, StdioShortWay { stdin: state, waiting, next_id: AtomicU64::new(1) })
 }
 
 /// Writes the queued messages, in order, until rmcp closes its transport or the app stops
@@ -228,7 +227,7 @@ async fn write_all(state: &Stdin, bytes: &[u8]) -> io::Result<()> {
     .await
 }
 
-impl StdioRelay {
+impl StdioShortWay {
     /// Sends one request of `method` (a `tools/call`, see [`super::short_way::ShortWay::request`])
     /// with `params`; an app whose output has ended is left to rmcp's way (which reports the
     /// closed session as it always did).
@@ -252,10 +251,7 @@ impl StdioRelay {
         }
         let outcome = tokio::select! {
             answer = tokio::time::timeout(call.timeout, rx) => match answer {
-                Ok(Ok(Ok(line))) => match serde_json::from_slice::<Value>(&line) {
-                    Ok(message) => response_outcome(message),
-                    Err(e) => Err(UpstreamError::Invalid(format!("the app's answer is not JSON: {e}"))),
-                },
+                Ok(Ok(Ok(message))) => response_outcome(message),
                 Ok(Ok(Err(e))) => Err(e),
                 Ok(Err(_)) => Err(UpstreamError::Transport("the app's output ended before its answer".into())),
                 Err(_) => {
@@ -380,15 +376,6 @@ impl<R> DivertingReader<R> {
     }
 }
 
-/// Just enough of a message to tell an answer of the short way.
-#[derive(Deserialize)]
-struct Envelope {
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    method: Option<IgnoredAny>,
-}
-
 impl<R> DivertingReader<R> {
     /// Moves every complete line of `pending` to rmcp's bytes, unless it answers a waiting
     /// request. A line longer than the message cap is dropped as soon as it passes the cap (its
@@ -448,12 +435,17 @@ impl<R> DivertingReader<R> {
         if memchr::memmem::find(&line, b"\"gw-").is_none() {
             return Some(line);
         }
-        let id = match serde_json::from_slice::<Envelope>(&line) {
-            Ok(Envelope { id: Some(id), method: None }) if id.starts_with(ID_PREFIX) => id,
+        // The one parse of the answer on this side (the waiting request takes the tree).
+        let message = match parse_count::parsed_slice::<Value>(Direction::Answer, &line) {
+            Ok(message) => message,
+            Err(_) => return Some(line),
+        };
+        let id = match (message.get("id").and_then(Value::as_str), message.get("method")) {
+            (Some(id), None) if id.starts_with(ID_PREFIX) => id.to_string(),
             _ => return Some(line),
         };
         match self.waiting.answers.lock().remove(&id) {
-            Some(tx) => drop(tx.send(Ok(line))),
+            Some(tx) => drop(tx.send(Ok(message))),
             // A request that ended first (cancelled, timed out): its late answer is dropped, as
             // rmcp drops one.
             None => tracing::debug!("dropping the late answer to {id}"),
@@ -676,7 +668,7 @@ unfinished";
 not json \"gw-1\n\
 unfinished";
             assert_eq!(passed, expected, "chunks of {chunk}");
-            let answer: Value = serde_json::from_slice(&answer.await.unwrap().unwrap()).unwrap();
+            let answer: Value = answer.await.unwrap().unwrap();
             assert_eq!(answer["result"], serde_json::json!({ "content": [] }));
             assert!(waiting.closed.load(Ordering::Acquire), "the end of the output closes the table");
         }

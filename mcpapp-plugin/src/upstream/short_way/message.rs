@@ -1,25 +1,6 @@
-//! The short way of a tool call (issue 15): the call's JSON goes to the app, and the app's answer
-//! comes back as JSON, without rmcp's client in between — its service loop is a task a call hops
-//! through, and every message is parsed into rmcp's types and written out again (measured: more
-//! than a third of the gateway's CPU per proxied call). rmcp still opens the session, answers the
-//! app's questions and takes everything else; the short way speaks on that same session, so that
-//! callers cannot tell the ways apart.
-//!
-//! One way per transport: [`HttpRelay`] posts on the session's pooled connection,
-//! [`StdioRelay`] writes the line to the app's stdin and takes the answer off its stdout before
-//! rmcp reads it. Their requests have string ids (`gw-1`, …), so they never meet rmcp's numbers
-//! on the same session.
-//!
-//! A session of the 2026-07-28 revision has no handshake state: each request carries it, in an
-//! [`Envelope`] in its `_meta` (the revision, the gateway's client info and capabilities) and, over
-//! HTTP, in headers. The short way puts in the same envelope rmcp would, over the caller's
-//! `_meta`; [`HttpRelay`] sends the headers rmcp sends and leaves to rmcp the calls of a tool
-//! whose schema mirrors arguments into headers (`x-mcp-header`, SEP-2243).
-//!
-//! An initialize-era app's `tools/list` pages take the same way when the catalog is enumerated
-//! ([`ShortWay::request`], `Session::request_as_sent`): rmcp's `Tool` keeps only the fields it
-//! knows, and a 2025-11-25 tool's `execution` (its `taskSupport`, which decides whether the
-//! gateway runs its calls as tasks) is not one of them.
+//! A request of the short way as it goes on the wire, whichever transport carries it: the
+//! JSON-RPC request (with the session's envelope and the relay's progress token), the
+//! notification that cancels it, and how its response reads.
 
 use std::time::Duration;
 
@@ -27,32 +8,9 @@ use rmcp::model::{NumberOrString, ProgressToken, RequestId};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::upstream::http_relay::HttpRelay;
+use crate::upstream::error::UpstreamError;
+use crate::upstream::notifier::Notifier;
 use crate::upstream::relay::CallRelay;
-use crate::upstream::stdio_relay::StdioRelay;
-use crate::upstream::session::{Notifier, UpstreamError};
-
-/// The short way of one session.
-pub enum ShortWay {
-    Http(HttpRelay),
-    Stdio(StdioRelay),
-}
-
-impl ShortWay {
-    /// Sends one `tools/call` with `params`, or gives it back for rmcp's way.
-    pub async fn tools_call(&self, params: Option<Value>, call: CallContext<'_>) -> Relayed {
-        self.request("tools/call", params, call).await
-    }
-
-    /// Sends one request of `method` (`tools/call`, or a list the app's answer is wanted as it
-    /// sent it: `tools/list`), or gives it back for rmcp's way.
-    pub async fn request(&self, method: &str, params: Option<Value>, call: CallContext<'_>) -> Relayed {
-        match self {
-            ShortWay::Http(http) => http.request(method, params, call).await,
-            ShortWay::Stdio(stdio) => stdio.request(method, params, call).await,
-        }
-    }
-}
 
 /// What the short way did with a call.
 pub enum Relayed {

@@ -1,4 +1,4 @@
-//! The short way of a tool call to an HTTP app (see [`super::short_way`]): the request's JSON
+//! The short way of a tool call to an HTTP app (see [`super`]): the request's JSON
 //! goes to the app on a pooled connection (the host's client when it sends the module's requests,
 //! else the module's own; see [`super::http_sender`]), and its answer comes back as JSON.
 //!
@@ -6,12 +6,12 @@
 //! uses, notes the session id and the headers rmcp sends on it (the negotiated protocol version,
 //! the manifest's headers), and a `tools/call` goes out with the same. A session of the
 //! 2026-07-28 revision has no id: its requests carry the revision's envelope (see
-//! [`super::short_way::Envelope`]) and the per-message headers `Mcp-Method` and `Mcp-Name`, as
+//! [`super::message::Envelope`]) and the per-message headers `Mcp-Method` and `Mcp-Name`, as
 //! rmcp's do; a tool whose schema mirrors arguments into `Mcp-Param-*` headers is left to rmcp.
 //! Everything rmcp would do for the call is done here too, in the same way: the app's
 //! notifications during the call reach the call's client or the host (as
-//! [`super::upstream::Notifier`] does for rmcp's), its questions are put to the call's client and
-//! answered on the session (as [`super::upstream::UpstreamHandler`] does), a cancel or a timeout
+//! `Notifier` (`notifier.rs`) does for rmcp's), its questions are put to the call's client and
+//! answered on the session (as `UpstreamHandler` (`session.rs`) does), a cancel or a timeout
 //! tells the app (`notifications/cancelled`; on a 2026-07-28 session the dropped request is the
 //! cancel, as with rmcp).
 //!
@@ -31,9 +31,10 @@ use rmcp::transport::streamable_http_client::{
 };
 use serde_json::{json, Value};
 
-use crate::upstream::http_sender::{Answer, Body, HttpSender};
-use crate::upstream::short_way::{cancelled_notification, is_response_to, request_message, response_outcome, CallContext, Relayed};
-use crate::upstream::session::UpstreamError;
+use crate::runtime::parse_count::{self, Direction};
+use crate::upstream::short_way::http_sender::{Answer, Body, HttpSender};
+use crate::upstream::short_way::message::{cancelled_notification, is_response_to, request_message, response_outcome, CallContext, Relayed};
+use crate::upstream::error::UpstreamError;
 
 /// The headers rmcp adds per message (SEP-2243); the rest of what it sends is the session's.
 fn is_per_message(name: &HeaderName) -> bool {
@@ -163,7 +164,7 @@ impl StreamableHttpClient for RecordingClient {
 }
 
 /// The short way to one app (see the module docs).
-pub struct HttpRelay {
+pub struct HttpShortWay {
     url: reqwest::Url,
     /// Sends its requests: the host, or the module's own client (`http_sender.rs`).
     sender: HttpSender,
@@ -174,11 +175,11 @@ pub struct HttpRelay {
     max_message_bytes: usize,
 }
 
-impl HttpRelay {
+impl HttpShortWay {
     /// A short way for the session whose HTTP client is [`Self::client_for_rmcp`]'s.
-    pub fn new(url: &str, sender: HttpSender, max_message_bytes: usize) -> Option<HttpRelay> {
+    pub fn new(url: &str, sender: HttpSender, max_message_bytes: usize) -> Option<HttpShortWay> {
         let url = reqwest::Url::parse(url).ok()?;
-        Some(HttpRelay { url, sender, seen: Arc::default(), next_id: AtomicU64::new(1), max_message_bytes })
+        Some(HttpShortWay { url, sender, seen: Arc::default(), next_id: AtomicU64::new(1), max_message_bytes })
     }
 
     /// The client rmcp's transport is given: the module's own, noting the session.
@@ -192,7 +193,7 @@ impl HttpRelay {
     }
 
     /// Sends one request of `method` (a `tools/call`, see the module docs for what is taken, or
-    /// a list, see [`super::short_way::ShortWay::request`]) with `params`.
+    /// a list, see [`super::ShortWay::request`]) with `params`.
     pub async fn request(&self, method: &str, params: Option<Value>, call: CallContext<'_>) -> Relayed {
         // An initialize-era session speaks with its id; a 2026-07-28 one without.
         let Some((session_id, mut headers)) = self
@@ -262,7 +263,7 @@ impl HttpRelay {
             headers.insert(HeaderName::from_static("mcp-session-id"), id);
         }
         let body = serde_json::to_vec(body).map_err(|e| format!("cannot write the request: {e}"))?;
-        self.sender.post(&self.url, headers, &body).await
+        self.sender.post(&self.url, headers, &body, self.max_message_bytes).await
     }
 
     /// The request and its answer, with whatever the app sends for it meanwhile.
@@ -284,7 +285,7 @@ impl HttpRelay {
                 Ok(b) => b,
                 Err(e) => return failed(e),
             };
-            let message: Value = match serde_json::from_slice(&bytes) {
+            let message: Value = match parse_count::parsed_slice(Direction::Answer, &bytes) {
                 Ok(m) => m,
                 Err(e) => return failed(format!("the app's answer is not JSON: {e}")),
             };
@@ -301,7 +302,7 @@ impl HttpRelay {
         loop {
             match events.next_data().await {
                 Ok(Some(data)) => {
-                    let Ok(message) = serde_json::from_str::<Value>(&data) else {
+                    let Ok(message) = parse_count::parsed::<Value>(Direction::Answer, &data) else {
                         tracing::debug!("skipping an event of the app's stream that is not JSON");
                         continue;
                     };
@@ -414,6 +415,10 @@ enum Exchange {
 }
 
 async fn read_bounded(answer: &mut Body, max: usize) -> Result<Vec<u8>, String> {
+    if let Body::Whole(whole) = answer {
+        // The host read it, within the same cap.
+        return Ok(whole.take().unwrap_or_default());
+    }
     let mut body = Vec::new();
     while let Some(chunk) = answer.next_chunk().await {
         let chunk = chunk.map_err(|e| format!("reading the app's answer failed: {e}"))?;

@@ -1,0 +1,44 @@
+//! How many times the gateway parses JSON on the message path: a debug counter (issue 40).
+//!
+//! A proxied message is parsed once where it enters (the gate, `http/mcp/jsonrpc_gate.rs`) and
+//! the app's answer once where it is read (`http/mcp/answer.rs`); the module counts its own side
+//! the same way. Every parse on that path goes through [`parsed`] or [`count`], and
+//! `/metrics` reports the totals (`gateway_json_parses_total{side,direction}`), so a test can
+//! check the budget: at most one parse per direction on each side of the module boundary.
+//! The cost is one relaxed atomic add per parse.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::de::DeserializeOwned;
+
+/// Which way the parsed text travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// A client's request, on its way to an app.
+    Request,
+    /// An app's answer, on its way to the client.
+    Answer,
+}
+
+static REQUEST: AtomicU64 = AtomicU64::new(0);
+static ANSWER: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one parse of text travelling `direction`.
+pub fn count(direction: Direction) {
+    match direction {
+        Direction::Request => &REQUEST,
+        Direction::Answer => &ANSWER,
+    }
+    .fetch_add(1, Ordering::Relaxed);
+}
+
+/// Parses `text`, counted.
+pub fn parsed<T: DeserializeOwned>(direction: Direction, text: &str) -> Result<T, serde_json::Error> {
+    count(direction);
+    serde_json::from_str(text)
+}
+
+/// The totals so far: (request, answer).
+pub fn totals() -> (u64, u64) {
+    (REQUEST.load(Ordering::Relaxed), ANSWER.load(Ordering::Relaxed))
+}
