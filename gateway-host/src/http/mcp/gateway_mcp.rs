@@ -689,10 +689,10 @@ pub fn service(
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
     holds: Arc<ResourceHolds>,
-) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, ShortWay) {
+) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, GatewayPassThrough) {
     let parked = Arc::new(Parked::default());
     let sessions = Arc::new(KnownSessions::default());
-    let short = ShortWay {
+    let short = GatewayPassThrough {
         registry: registry.clone(),
         rewrite: mux.is_some(),
         compatibility,
@@ -725,7 +725,7 @@ pub fn service(
 
 /// Every request of `/mcp`: a plain 2026-07-28 `tools/call` goes the short way
 /// (`pass_through.rs`), everything else to rmcp.
-pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManager>, short: ShortWay, request: axum::extract::Request) -> axum::response::Response {
+pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManager>, short: GatewayPassThrough, request: axum::extract::Request) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(Gated(message)) = request.extensions().get::<Gated>() {
         short.sessions.cancelled_by(request.headers(), message);
@@ -738,7 +738,7 @@ pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManag
 
 /// The short way of `/mcp` (see `pass_through.rs`), sharing the endpoint's parked calls.
 #[derive(Clone)]
-pub struct ShortWay {
+pub struct GatewayPassThrough {
     registry: Arc<ToolRegistry>,
     /// Whether `/mcp` names the apps' URIs its own way (it multiplexes their resources).
     rewrite: bool,
@@ -748,7 +748,7 @@ pub struct ShortWay {
     sessions: Arc<KnownSessions>,
 }
 
-impl ShortWay {
+impl GatewayPassThrough {
     /// What [`GatewayMcp::call_tool`] answers for a plain 2026-07-28 call, without rmcp's
     /// server in between; `None` leaves the request to rmcp.
     async fn tools_call(&self, method: &axum::http::Method, headers: &axum::http::HeaderMap, message: &Value) -> Option<axum::response::Response> {
