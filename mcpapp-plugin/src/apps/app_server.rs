@@ -343,7 +343,7 @@ impl AppServer {
                 if let Some(p) = process.as_mut() {
                     wait_for_port(&self.key, &url, p).await?;
                 }
-                let (service, http_relay) = loop {
+                let (service, http_way) = loop {
                     match session::connect_http(&url, &manifest.headers, handler(), lifecycle.clone(), &self.ctx.tasks, self.ctx.host_http.clone()).await {
                         Ok(connected) => break connected,
                         Err(e) => {
@@ -356,7 +356,7 @@ impl AppServer {
                         }
                     }
                 };
-                (service, process, http_relay.map(ShortWay::Http))
+                (service, process, http_way.map(ShortWay::Http))
             }
         };
         let (session, end) = Session::new(service, Duration::from_secs(manifest.request_timeout_seconds), short_way);

@@ -149,7 +149,7 @@ pub struct Session {
 impl Session {
     /// Whether its tool calls are best run on the host's worker: they wait only on requests the
     /// host sends (`http_sender.rs`), or they write to a stdio app's stdin themselves and are
-    /// woken once, by the line answering them (`stdio_relay.rs`).
+    /// woken once, by the line answering them (`short_way/stdio.rs`).
     pub fn calls_run_on_host(&self) -> bool {
         match &self.short_way {
             Some(ShortWay::Http(relay)) => relay.runs_on_host(),
@@ -403,7 +403,7 @@ pub fn lifecycle_for(protocol_version: &str, force_legacy: bool) -> (ClientLifec
 }
 
 /// Performs the handshake over the app's stdio; the app's stdio is shared with the short way of
-/// its tool calls (`stdio_relay.rs`).
+/// its tool calls (`short_way/stdio.rs`).
 pub async fn connect_stdio(
     process: &mut AppProcess,
     handler: UpstreamHandler,

@@ -1,4 +1,4 @@
-//! Who sends the short way's HTTP requests to an app ([`super::http_relay`]): the host, when it
+//! Who sends the short way's HTTP requests to an app ([`super::http`]): the host, when it
 //! offers to (`HostSink::http_post`, ABI 1.1), else the module's own client.
 //!
 //! Why the host: this library's sockets are driven by this library's runtime (its own copy of
