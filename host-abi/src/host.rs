@@ -24,7 +24,7 @@ pub trait HostSink: Send + Sync {
     #[sabi(last_prefix_field)]
     fn event(&self, event: ModuleEvent);
 
-    /// ABI 1.1 ([`capability::HOST_SINK_HTTP_POST`](crate::capability::HOST_SINK_HTTP_POST)): sends `post` on the host's own runtime and
+    /// Since ABI 1.1, optional ([`capability::HOST_SINK_HTTP_POST`](crate::capability::HOST_SINK_HTTP_POST)): sends `post` on the host's own runtime and
     /// answers with the response's head and its body as it arrives. Why: a module's sockets are
     /// driven by the module's runtime, so each exchange with an HTTP app would otherwise hand a
     /// call from a host thread to a module thread and back (measured: thread wake-ups were most

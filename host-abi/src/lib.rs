@@ -18,10 +18,10 @@
 //! ([`INTERFACE_VERSION`], which `abi_stable` also writes into every module library's header);
 //! [`ABI_VERSION`] (`ModuleInfo::abi_version`) is the major again, as the module's code reports it.
 //!
-//! - **Major** (`2.0.0`): anything incompatible — a changed or removed field or method, a new field
+//! - **Major** (`2.x` → `3.0.0`): anything incompatible — a changed or removed field or method, a new field
 //!   in a plain (non-prefix) struct such as a descriptor, a moved `#[sabi(last_prefix_field)]`.
 //!   A host refuses a module of another major with a short message naming both versions.
-//! - **Minor** (`1.1.0`): only *appended* items — methods at the end of [`ModuleInstance`] or
+//! - **Minor** (`2.0` → `2.1.0`): only *appended* items — methods at the end of [`ModuleInstance`] or
 //!   [`HostSink`] (after the method marked `#[sabi(last_prefix_field)]`), fields at the end of
 //!   [`McpAppModule`] (with `#[sabi(missing_field(option))]`). Every appended method has a
 //!   **default body** that answers [`ErrorCode::NotImplemented`] (or does nothing); the other

@@ -32,7 +32,7 @@ pub const INTERFACE_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// A minor version that appends a method adds its name here, and the side implementing it lists
 /// the name in its [`ModuleInfoExtra`] / [`ModuleConfigExtra`]. Unknown names are ignored.
 pub mod capability {
-    /// ABI 1.1: [`HostSink::http_post`](crate::HostSink::http_post), the host sending an app's HTTP request for the module.
+    /// Since ABI 1.1 (still optional in 2.0): [`HostSink::http_post`](crate::HostSink::http_post), the host sending an app's HTTP request for the module.
     pub const HOST_SINK_HTTP_POST: &str = "HostSink::http_post";
     /// Every optional method this version of the interface knows.
     pub const ALL: &[&str] = &[HOST_SINK_HTTP_POST];

@@ -970,7 +970,7 @@ pub fn build_variant_module_with(spec: &VariantSpec) -> VariantModule {
 /// The alterations of the interface that `tests/fixtures/altered-abi` can be built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AbiAlteration {
-    /// The interface declares version 2.0.0: abi_stable's version check refuses the module.
+    /// The interface declares the next major (N+1.0.0): abi_stable's version check refuses the module.
     Version,
     /// `ToolDescriptor` gains a field: abi_stable's layout check refuses the module.
     Layout,

@@ -48,7 +48,7 @@ fn serve_and_check_healthz(module: &Path, expected_version: &str) -> GatewayProc
     assert_eq!(body["ok"], json!(true), "/healthz: {body}");
     assert_eq!(body["module"]["name"], json!("mcpapp-plugin"), "/healthz: {body}");
     assert_eq!(body["module"]["version"], json!(expected_version), "/healthz: {body}");
-    assert_eq!(body["module"]["abiVersion"], json!(1), "/healthz: {body}");
+    assert_eq!(body["module"]["abiVersion"], json!(abi_major()), "/healthz: {body}");
     assert_eq!(body["module"]["interfaceVersion"], json!(interface_version()), "/healthz: {body}");
     assert_eq!(body["module"]["path"], json!(canonical(module)), "/healthz: {body}");
     gateway
@@ -69,7 +69,7 @@ fn module_info_of_the_workspace_module_matches_its_crate() {
     ] {
         assert_eq!(info["name"], json!("mcpapp-plugin"), "{info}");
         assert_eq!(info["version"], json!(expected_version), "{info}");
-        assert_eq!(info["abiVersion"], json!(1), "{info}");
+        assert_eq!(info["abiVersion"], json!(abi_major()), "{info}");
         assert_eq!(info["interfaceVersion"], json!(interface_version()), "{info}");
         assert_eq!(info["path"], json!(canonical(&lib)), "{info}");
         let keys: Vec<&String> = info.as_object().unwrap().keys().collect();
@@ -100,7 +100,7 @@ fn the_same_host_binary_runs_two_module_builds() {
     assert_eq!(b["version"], json!(variant.version), "{b}");
     for info in [&a, &b] {
         assert_eq!(info["name"], json!("mcpapp-plugin"), "{info}");
-        assert_eq!(info["abiVersion"], json!(1), "{info}");
+        assert_eq!(info["abiVersion"], json!(abi_major()), "{info}");
     }
     assert_eq!(b["path"], json!(canonical(&variant.path)), "{b}");
 
@@ -159,7 +159,8 @@ fn assert_both_refuse(path: &Path, needles: &[&str], what: &str) {
 #[test]
 fn a_module_built_against_another_interface_version_is_refused() {
     let module = build_altered_abi_module(AbiAlteration::Version);
-    assert_both_refuse(&module, &["incompatible", "host-abi 2.0.0", &todays_interface()], "interface version 2.0.0");
+    let next = format!("host-abi {}.0.0", abi_major() + 1);
+    assert_both_refuse(&module, &["incompatible", &next, &todays_interface()], "interface version of the next major");
 }
 
 #[test]
@@ -167,19 +168,24 @@ fn a_module_with_an_altered_interface_layout_is_refused() {
     let module = build_altered_abi_module(AbiAlteration::Layout);
     // Both interface versions are today's here (only the layout differs); the message names the
     // interface version and ABI and keeps the useful end of abi_stable's report (the new field).
-    assert_both_refuse(&module, &["incompatible", &todays_interface(), "ABI 1", "added_later"], "altered layout");
+    assert_both_refuse(&module, &["incompatible", &todays_interface(), &format!("ABI {}", abi_major()), "added_later"], "altered layout");
 }
 
 #[test]
 fn a_module_speaking_another_abi_version_is_refused() {
     let module = build_altered_abi_module(AbiAlteration::Abi);
-    assert_both_refuse(&module, &["ABI version 99", "ABI version 1", &todays_interface()], "ABI version 99");
+    assert_both_refuse(&module, &["ABI version 99", &format!("ABI version {}", abi_major()), &todays_interface()], "ABI version 99");
 }
 
 /// `host-abi X.Y.Z` of the repository's interface crate, as refusals name it.
 /// The version of `host-abi` in this repository: the interface the workspace's host and module use.
 fn interface_version() -> String {
     package_version(&repo_root().join("host-abi/Cargo.toml"))
+}
+
+/// The ABI major of the repository's interface (its crate major), as modules report it.
+fn abi_major() -> u64 {
+    interface_version().split('.').next().and_then(|m| m.parse().ok()).expect("host-abi's version has a numeric major")
 }
 
 fn todays_interface() -> String {
@@ -191,7 +197,7 @@ fn the_unaltered_fixture_loads_so_the_refusals_are_due_to_the_alterations() {
     let module = build_altered_abi_module(AbiAlteration::None);
     let info = module_info(&module);
     assert_eq!(info["name"], json!("altered-abi-module"), "{info}");
-    assert_eq!(info["abiVersion"], json!(1), "{info}");
+    assert_eq!(info["abiVersion"], json!(abi_major()), "{info}");
     // Its `create` fails on purpose: serving ends with a short message, not a crash.
     let config_dir = tempfile::tempdir().unwrap();
     let config = config_dir.path().join("appsettings.json");

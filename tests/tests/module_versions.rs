@@ -6,6 +6,7 @@
 //!   `module/loader.rs`) loads today's module and reports the optional method unavailable while
 //!   the rest works;
 //! - a module (or host) of another major version is refused in a few lines naming both versions;
+//! - a module of the previous major (a 1.x module in a 2.x gateway) is refused in one line;
 //! - and what `abi_stable` 0.11.3 decides by itself, the facts the policy is built on.
 //!
 //! Every build here is of `tests/fixtures/altered-abi` (into `target/fixtures`, a few seconds
@@ -402,6 +403,36 @@ fn another_major_is_refused_in_a_few_lines_naming_both_versions() {
     let today = module_lib().canonicalize().unwrap();
     let old = run_host(&major.host, &[today.to_str().unwrap()]);
     assert_refused(&old, &today, &needles, "next-major host, today's module");
+}
+
+/// A module of the previous major (a 1.x module in today's 2.x gateway: the `previous` build
+/// declares interface (N-1).1.0 and ABI version N-1) is refused in one line naming both versions,
+/// by module-info and when serving.
+#[test]
+fn a_module_of_the_previous_major_is_refused_in_one_line() {
+    let (today_major, _) = major_minor(&interface_version());
+    assert!(today_major >= 2, "there is no previous major before 1");
+    let previous = fixture("previous");
+    let ours = format!("ABI version {today_major} (host-abi {})", interface_version());
+    let theirs = format!("ABI version {} (host-abi {}.1.0)", today_major - 1, today_major - 1);
+    let needles = [ours.as_str(), theirs.as_str(), "incompatible"];
+    let path = previous.module.to_str().unwrap();
+
+    let info = run_gateway(&["module-info", "--module", path], &[]);
+    let message = assert_refused(&info, &previous.module, &needles, "gateway module-info, previous major");
+    assert_eq!(message.lines().filter(|l| !l.trim().is_empty()).count(), 1, "one line: {message}");
+    eprintln!("refusal: {message}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("appsettings.json");
+    std::fs::write(&config, "{}").unwrap();
+    let serve = run_gateway_with_timeout(
+        &["--config", config.to_str().unwrap(), "--urls", "http://127.0.0.1:0", "--module", path],
+        &[],
+        Duration::from_secs(60),
+    );
+    let stderr = assert_refused(&serve, &previous.module, &needles, "gateway serving, previous major");
+    assert!(!stderr.contains("Gateway listening on"), "{stderr}");
 }
 
 // ---------------------------------------------------------------------------------------------
