@@ -1,4 +1,4 @@
-//! A stdio app's output as the gateway reads it (`upstream/stdio_relay.rs` `DivertingReader`):
+//! A stdio app's output as the gateway reads it (`upstream/short_way/stdio.rs` `DivertingReader`):
 //! the answers of the short way taken off for the requests waiting for them (`gw-1`, `gw-2`
 //! here), every other line passed on to rmcp, a line over the message cap dropped as it comes.
 //! The first byte sets the cap (16–271 bytes, so that long lines are common), the second the
@@ -14,7 +14,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use libfuzzer_sys::fuzz_target;
-use mcpapp_plugin::upstream::stdio_relay::DivertingReader;
+use mcpapp_plugin::upstream::short_way::stdio::DivertingReader;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt as _, ReadBuf};
 

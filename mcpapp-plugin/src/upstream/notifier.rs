@@ -162,7 +162,7 @@ impl Notifier {
 }
 
 /// A notification as the JSON-RPC message the host (or a relayed call's client) gets.
-fn notification_message(notification: &ServerNotification) -> Value {
+pub(crate) fn notification_message(notification: &ServerNotification) -> Value {
     let mut message = serde_json::to_value(notification).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut message {
         map.insert("jsonrpc".into(), json!(jsonrpc::VERSION));

@@ -499,7 +499,9 @@ pub type SharedSession = Arc<Session>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::model::GetMeta as _;
+    use crate::upstream::notifier::notification_message;
+    use host_abi::jsonrpc;
+    use rmcp::model::{ErrorCode, GetExtensions as _, GetMeta as _};
 
     /// The shared vocabulary (`host_abi::jsonrpc`) and the protocol library's constants, which
     /// the module uses where it builds an rmcp `ErrorData`, name the same codes.
