@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use host_abi::event_kind;
+use host_abi::EventKind;
 use host_abi::payloads::AppState;
 use parking_lot::{Mutex, RwLock};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -331,7 +331,7 @@ impl Metrics {
             return;
         }
         self.remember_app(&event.app_id);
-        if event.kind != event_kind::APP_STATE_CHANGED {
+        if event.kind != EventKind::AppStateChanged {
             return;
         }
         let Ok(change) = StateChanged::deserialize(&event.payload) else { return };
@@ -423,7 +423,7 @@ impl Metrics {
         for app in apps.iter().flatten() {
             let id = app.id.as_str();
             self.remember_app(id);
-            let current = AppState::of(app.state.as_str());
+            let current = app.state();
             for state in AppState::KNOWN {
                 let value = i64::from(state == current);
                 self.app_state.get_or_create(&AppStateLabels { app: id.to_string(), state: state.as_str() }).set(value);
@@ -583,13 +583,13 @@ mod tests {
     fn a_second_running_is_a_restart() {
         let metrics = Metrics::new();
         let running = |app: &str| HostEvent {
-            kind: event_kind::APP_STATE_CHANGED.to_string(),
+            kind: EventKind::AppStateChanged,
             app_id: app.to_string(),
             payload: serde_json::json!({ "from": "loaded", "to": "running", "lastError": null }),
         };
         metrics.observe(&running("echo"));
         metrics.observe(&HostEvent {
-            kind: event_kind::APP_STATE_CHANGED.to_string(),
+            kind: EventKind::AppStateChanged,
             app_id: "echo".into(),
             payload: serde_json::json!({ "from": "running", "to": "failed" }),
         });

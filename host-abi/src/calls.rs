@@ -104,13 +104,13 @@ pub enum AppAnswer {
 /// A host opts a call in with [`AppRequest::relay`], or by putting
 /// `{"relay": {"clientCapabilities": {…}}}` into the `extra_json` of its [`ToolCallRequest`] (the caller's progress token
 /// travels where MCP puts it: `_meta.progressToken` of the request). The module then reports the
-/// call's notifications and server-to-client requests as [`event_kind::CALL_NOTIFICATION`](crate::event_kind::CALL_NOTIFICATION) and
-/// [`event_kind::CALL_REQUEST`](crate::event_kind::CALL_REQUEST) events, and takes the answers through
+/// call's notifications and server-to-client requests as [`EventKind::CallNotification`](crate::EventKind::CallNotification) and
+/// [`EventKind::CallRequest`](crate::EventKind::CallRequest) events, and takes the answers through
 /// `invoke(RESPOND, {"callId", "key", "result"} | {"callId", "key", "error": {code, message, data?}})`,
 /// which answers `{"delivered": bool}`. Requests of a call that did not opt in, or whose client
 /// lacks the capability, are refused by the module with a JSON-RPC error the app sees.
 pub mod relay {
-    /// The `invoke` method that answers a [`event_kind::CALL_REQUEST`](crate::event_kind::CALL_REQUEST).
+    /// The `invoke` method that answers a [`EventKind::CallRequest`](crate::EventKind::CallRequest).
     pub const RESPOND: &str = "call.respond";
     /// The key in a request's `extra_json` that opts it into relaying.
     pub const EXTRA_KEY: &str = "relay";

@@ -26,72 +26,8 @@ pub enum ProviderKind {
     Unknown,
 }
 
-/// `AppDescriptor::state`: an app's lifecycle state (SPEC R15).
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub enum AppState {
-    Discovered,
-    Validated,
-    Loaded,
-    Running,
-    Stopped,
-    Failed,
-    Disabled,
-    /// A state this interface version does not know.
-    #[default]
-    #[serde(other)]
-    Unknown,
-}
-
-/// `AppDescriptor::transport`.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub enum Transport {
-    Stdio,
-    Http,
-    #[default]
-    #[serde(other)]
-    Unknown,
-}
-
-impl AppState {
-    /// Every state this interface version knows (not [`AppState::Unknown`]).
-    pub const KNOWN: [AppState; 7] = [
-        AppState::Discovered,
-        AppState::Validated,
-        AppState::Loaded,
-        AppState::Running,
-        AppState::Stopped,
-        AppState::Failed,
-        AppState::Disabled,
-    ];
-
-    /// Reads `AppDescriptor::state` (unknown names are [`AppState::Unknown`]).
-    pub fn of(name: &str) -> AppState {
-        serde_json::from_value(Value::String(name.to_string())).unwrap_or_default()
-    }
-
-    /// The name on the wire (`"running"`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AppState::Discovered => "discovered",
-            AppState::Validated => "validated",
-            AppState::Loaded => "loaded",
-            AppState::Running => "running",
-            AppState::Stopped => "stopped",
-            AppState::Failed => "failed",
-            AppState::Disabled => "disabled",
-            AppState::Unknown => "unknown",
-        }
-    }
-}
-
-impl Transport {
-    /// Reads `AppDescriptor::transport` or a manifest's `transport`.
-    pub fn of(name: &str) -> Transport {
-        serde_json::from_value(Value::String(name.to_string())).unwrap_or_default()
-    }
-}
+// `AppState` and `Transport` are descriptor fields (crate::descriptors); named here too, as before.
+pub use crate::{AppState, Transport};
 
 /// `AppDescriptor::detail_json`: what the descriptor's fixed fields do not carry.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
@@ -411,7 +347,7 @@ pub struct ValidationResult {
     pub rest: Map<String, Value>,
 }
 
-/// Payload of [`crate::event_kind::CALL_NOTIFICATION`].
+/// Payload of [`EventKind::CallNotification`](crate::EventKind::CallNotification).
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CallNotification {
@@ -421,7 +357,7 @@ pub struct CallNotification {
     pub message: Value,
 }
 
-/// Payload of [`crate::event_kind::CALL_REQUEST`].
+/// Payload of [`EventKind::CallRequest`](crate::EventKind::CallRequest).
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CallRequest {

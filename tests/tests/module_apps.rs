@@ -40,7 +40,7 @@ fn stdio_and_http_apps_reach_running_with_their_counts() {
     assert_eq!(report["started"], json!(["alpha", "beta"]), "{report}");
     for id in ["alpha", "beta"] {
         let app = m.app(id);
-        assert_eq!(app.state.as_str(), "running", "{id}: {}", app.last_error);
+        assert_eq!(app.state().as_str(), "running", "{id}: {}", app.last_error);
         let listed = raw_tools(&m, id);
         assert_eq!(app.tool_count as usize, listed.len(), "{id}: every page of tools is enumerated");
         assert_eq!(app.resource_count, 2, "{id}");
@@ -49,7 +49,7 @@ fn stdio_and_http_apps_reach_running_with_their_counts() {
     }
     assert_eq!(m.app("alpha").tool_count, m.app("beta").tool_count + 15, "alpha has 15 extra tools over 2+ pages");
     assert!(m.app("alpha").tool_count > 20);
-    assert_eq!(m.app("beta").transport.as_str(), "http");
+    assert_eq!(m.app("beta").transport().as_str(), "http");
     assert_eq!(m.app("alpha").version.as_str(), "1.2.3");
     // Lifecycle times and transitions are recorded.
     let transitions = m.detail("alpha")["transitions"].as_array().cloned().unwrap();
@@ -76,7 +76,7 @@ fn official_server_everything_runs_as_a_stdio_app() {
     );
     m.reload();
     let app = m.app("everything");
-    assert_eq!(app.state.as_str(), "running", "{}", app.last_error);
+    assert_eq!(app.state().as_str(), "running", "{}", app.last_error);
     assert!(app.tool_count >= 5, "tools enumerated: {}", app.tool_count);
     assert!(app.prompt_count >= 1 && app.resource_count >= 1);
     let tools = m.tools();
@@ -101,7 +101,7 @@ fn never_ready_app_fails_after_its_startup_timeout_while_others_run() {
     assert_eq!(m.state("fine"), "running");
     for id in ["stuck", "webstuck"] {
         let app = m.app(id);
-        assert_eq!(app.state.as_str(), "failed");
+        assert_eq!(app.state().as_str(), "failed");
         assert!(app.last_error.contains("startup timeout of 2s"), "{}", app.last_error);
     }
     // Bounded by the 2 s startup timeout, not hung: the margin is for a loaded machine.
@@ -139,7 +139,7 @@ fn ten_slow_apps_start_in_parallel() {
     let started = Instant::now();
     m.reload();
     let elapsed = started.elapsed();
-    assert!(m.apps().iter().all(|a| a.state.as_str() == "running"));
+    assert!(m.apps().iter().all(|a| a.state().as_str() == "running"));
     assert!(elapsed < SECS(15), "10 apps × 3 s must start in parallel (serially they take 30 s), took {elapsed:?}");
 }
 
@@ -204,7 +204,7 @@ fn crash_loop_stops_at_the_cap_until_an_explicit_start() {
     assert!(m.app("crashy").last_error.contains("exited with code 3"));
     // An explicit start clears the hold.
     let d = futures::executor::block_on(m.instance.start_app("crashy".into())).unwrap();
-    assert_eq!(d.state.as_str(), "running");
+    assert_eq!(d.state().as_str(), "running");
     assert_eq!(m.detail("crashy")["crashLoopHeld"], json!(false));
 }
 

@@ -171,7 +171,7 @@ fn dropping_the_instance_without_shutdown_stops_its_apps() {
     let instance = create_instance(dir.path());
     futures::executor::block_on(instance.reload()).unwrap();
     let running = || {
-        futures::executor::block_on(instance.list_apps()).unwrap().iter().any(|a| a.id.as_str() == "d" && a.state.as_str() == "running")
+        futures::executor::block_on(instance.list_apps()).unwrap().iter().any(|a| a.id.as_str() == "d" && a.state().as_str() == "running")
     };
     assert!(wait_until(WAIT, POLL, running), "app d did not start");
     let pid = read_pid(&pid_file, WAIT);

@@ -70,7 +70,7 @@ pub async fn app_listing(state: &GatewayState, headers: &HeaderMap) -> Result<Ap
         state.module.list_apps().await?.into_iter().filter(crate::module::host::is_mcp_app).collect();
     let base = base_url(state, headers);
     let mcp_url = |id: &str| format!("{base}/apps/mcp/{}", encode_segment(id));
-    let running = |a: &&AppDescriptor| AppState::of(a.state.as_str()) == AppState::Running;
+    let running = |a: &&AppDescriptor| a.state() == AppState::Running;
     let featured = apps.iter().filter(running).find(|a| a.has_ui).or_else(|| apps.iter().find(running));
     let list = apps
         .iter()

@@ -26,7 +26,7 @@ use crate::module::relay::{RelayRoutes, RelayedCall};
 /// A module event, owned by the host.
 #[derive(Debug, Clone)]
 pub struct HostEvent {
-    pub kind: String,
+    pub kind: host_abi::EventKind,
     pub app_id: String,
     pub payload: Value,
 }
@@ -71,12 +71,14 @@ impl HostSink for GatewaySink {
     }
 
     fn event(&self, event: ModuleEvent) {
+        // A kind this host does not know (a newer module's) is ignored.
+        let Some(kind) = event.kind() else { return };
         let payload = serde_json::from_str(event.payload_json.as_str()).unwrap_or(Value::Null);
-        if self.relays.dispatch(event.kind.as_str(), &payload) {
+        if self.relays.dispatch(kind, &payload) {
             return;
         }
         // No receivers is normal (nobody listening yet); never block the module's thread.
-        let _ = self.events.send(HostEvent { kind: event.kind.into_string(), app_id: event.app_id.into_string(), payload });
+        let _ = self.events.send(HostEvent { kind, app_id: event.app_id.into_string(), payload });
     }
 
     /// Without a client (see [`ModuleHost::create`]) this answers as a host lacking the method
@@ -98,8 +100,8 @@ pub fn app_json(a: &AppDescriptor) -> Value {
         "id": a.id.as_str(),
         "name": a.name.as_str(),
         "version": a.version.as_str(),
-        "state": a.state.as_str(),
-        "transport": a.transport.as_str(),
+        "state": a.state().as_str(),
+        "transport": a.transport().as_str(),
         "tools": a.tool_count,
         "resources": a.resource_count,
         "resourceTemplates": a.resource_template_count,
@@ -292,7 +294,7 @@ impl ModuleHost {
     where
         R: std::future::Future<Output = ()> + Send,
     {
-        let is_app_change = |e: &HostEvent| e.kind == host_abi::event_kind::APP_STATE_CHANGED || e.kind == host_abi::event_kind::TOOLS_CHANGED;
+        let is_app_change = |e: &HostEvent| matches!(e.kind, host_abi::EventKind::AppStateChanged | host_abi::EventKind::ToolsChanged);
         let mut events = self.subscribe();
         tokio::spawn(async move {
             refresh().await;
@@ -548,7 +550,7 @@ impl ModuleHost {
         drop(exclusive);
         tracing::info!("Module swap: now serving {} {}", fresh.summary.name, fresh.summary.version);
         // Everything the registry knew came from the old module.
-        let _ = self.events.send(HostEvent { kind: host_abi::event_kind::TOOLS_CHANGED.to_string(), app_id: String::new(), payload: Value::Null });
+        let _ = self.events.send(HostEvent { kind: host_abi::EventKind::ToolsChanged, app_id: String::new(), payload: Value::Null });
         Ok(cancelled)
     }
 

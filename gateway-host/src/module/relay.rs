@@ -50,13 +50,13 @@ pub struct RelayRoutes {
 impl RelayRoutes {
     /// Takes a module event if it belongs to a relayed call. Never blocks (called on module
     /// threads).
-    pub fn dispatch(&self, kind: &str, payload: &Value) -> bool {
+    pub fn dispatch(&self, kind: host_abi::EventKind, payload: &Value) -> bool {
         let (call_id, event) = match kind {
-            host_abi::event_kind::CALL_NOTIFICATION => {
+            host_abi::EventKind::CallNotification => {
                 let CallNotification { call_id, message } = decode(payload);
                 (call_id, RelayEvent::Notification(message))
             }
-            host_abi::event_kind::CALL_REQUEST => {
+            host_abi::EventKind::CallRequest => {
                 let CallRequest { call_id, key, request } = decode(payload);
                 let params = if request.params.is_object() { request.params } else { json!({}) };
                 (call_id, RelayEvent::Request { key, method: request.method, params })

@@ -48,7 +48,7 @@ pub async fn call(builtin: Builtin, module: &ModuleHost, args: &Value) -> ToolRe
             };
             let apps: Vec<Value> = apps
                 .iter()
-                .filter(|a| wanted.as_deref().is_none_or(|w| a.state.as_str() == w))
+                .filter(|a| wanted.as_deref().is_none_or(|w| a.state().as_str() == w))
                 .map(crate::module::host::app_json)
                 .collect();
             let text = if apps.is_empty() {

@@ -35,7 +35,7 @@ impl HostSink for Sink {
     }
     fn event(&self, event: ModuleEvent) {
         let payload = serde_json::from_str(event.payload_json.as_str()).unwrap_or(Value::Null);
-        self.0.events.lock().unwrap().push((event.kind.into_string(), event.app_id.into_string(), payload));
+        self.0.events.lock().unwrap().push((event.kind.to_string(), event.app_id.into_string(), payload));
     }
 }
 
@@ -165,7 +165,7 @@ impl TestModule {
     }
 
     pub fn state(&self, id: &str) -> String {
-        self.app(id).state.into_string()
+        self.app(id).state().to_string()
     }
 
     pub fn detail(&self, id: &str) -> Value {
@@ -230,7 +230,7 @@ impl TestModule {
     pub fn wait_state(&self, id: &str, state: &str, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
-            if self.apps().iter().any(|a| a.id.as_str() == id && a.state.as_str() == state) {
+            if self.apps().iter().any(|a| a.id.as_str() == id && a.state().as_str() == state) {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(50));

@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 
 use axum::extract::{Path, RawQuery, Request, State};
 use axum::response::{IntoResponse, Response};
-use host_abi::{event_kind, jsonrpc, AppRequest};
+use host_abi::{jsonrpc, AppRequest, EventKind};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, GetTaskParams, GetTaskResult, UpdateTaskParams, CompleteRequestParams, CompleteResult, DiscoverResult, GetPromptRequestParams,
     GetPromptResponse, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
@@ -197,8 +197,8 @@ impl AppsMcp {
         let Some(app) = apps.into_iter().filter(crate::module::host::is_mcp_app).find(|a| a.id.as_str() == app_id) else {
             return Err(app_error(app_id, format!("Unknown McpApp '{app_id}'"), Value::Null));
         };
-        if AppState::of(app.state.as_str()) != AppState::Running {
-            let state = app.state.as_str();
+        if app.state() != AppState::Running {
+            let state = app.state().as_str();
             return Err(app_error(app_id, format!("McpApp '{app_id}' is not running (state: {state})"), json!(state)));
         }
         let detail = AppDetail::from_json(app.detail_json.as_str());
@@ -646,7 +646,7 @@ impl ServerHandler for AppsMcp {
 
 /// An app's upstream notification, as the MCP notification to pass on.
 fn app_notification(event: &crate::module::host::HostEvent, app_id: &str) -> Option<ServerNotification> {
-    if event.kind != event_kind::UPSTREAM_NOTIFICATION || event.app_id != app_id {
+    if event.kind != EventKind::UpstreamNotification || event.app_id != app_id {
         return None;
     }
     let mut message = event.payload.clone();

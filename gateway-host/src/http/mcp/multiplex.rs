@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use host_abi::payloads::{AppDetail, AppState, ProviderKind};
-use host_abi::{event_kind, jsonrpc, AppRequest};
+use host_abi::{jsonrpc, AppRequest, EventKind};
 use parking_lot::RwLock;
 use rmcp::ErrorData;
 use serde_json::{json, Map, Value};
@@ -182,7 +182,7 @@ impl Multiplexer {
     pub fn follow_module(self: &Arc<Self>) {
         let (me, notified) = (self.clone(), self.clone());
         let each = move |event: &HostEvent| {
-            if event.kind == event_kind::UPSTREAM_NOTIFICATION {
+            if event.kind == EventKind::UpstreamNotification {
                 notified.pass_on(event);
             }
         };
@@ -392,12 +392,12 @@ fn unavailable(key: &str, message: String, state: Value) -> ErrorData {
 /// What the gateway knows of an app or server, as a [`Provider`].
 fn provider_of(app: &host_abi::AppDescriptor) -> Provider {
     let detail = AppDetail::from_json(app.detail_json.as_str());
-    let state = AppState::of(app.state.as_str());
+    let state = app.state();
     let capabilities = offered_capabilities(app, &detail);
     Provider {
         key: app.id.to_string(),
         prefix: app.tool_name_prefix.to_string(),
-        state: app.state.to_string(),
+        state: app.state().to_string(),
         running: state == AppState::Running,
         admitted: state != AppState::Disabled && app.validation_errors.is_empty() && detail.kind != ProviderKind::Unknown,
         capabilities,
