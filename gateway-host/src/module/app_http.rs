@@ -414,7 +414,7 @@ mod tests {
         let small = HttpPost { max_body_bytes: 20, ..post(&url, &[], r#"{"json":2}"#) };
         let refused = http.post(small).await.into_result().err().expect("over the cap");
         assert!(refused.message.contains("larger than 20 bytes"), "{refused}");
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
         let again = http.post(post(&url, &[], r#"{"json":3}"#)).await.unwrap();
         assert!(matches!(again.body, HttpAnswerBody::Whole(_)));
         assert_eq!(connections.load(Ordering::SeqCst), 1, "the refused answer was read to its end for the connection's reuse");
