@@ -399,6 +399,20 @@ pub fn free_port() -> u16 {
 // MCP by hand
 // ---------------------------------------------------------------------------------------------
 
+/// Waits until something accepts TCP connections on 127.0.0.1:`port`.
+pub async fn wait_listening(port: u16, within: Duration) -> Res<()> {
+    let deadline = Instant::now() + within;
+    loop {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("nothing listens on 127.0.0.1:{port} after {within:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder()
         .no_proxy()

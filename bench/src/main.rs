@@ -5,6 +5,7 @@
 //! rewrites the generated results section of BENCHMARKS.md. Everything listens on 127.0.0.1, every
 //! wait is bounded, and every child process runs in its own process group, killed on drop.
 
+mod bare_proxy;
 mod chat;
 mod common;
 mod peers;
@@ -63,6 +64,18 @@ async fn run_one(name: &str, art: &Artefacts, o: &Opts) -> Res<Value> {
 }
 
 fn main() {
+    // `bench bare-proxy LISTEN UPSTREAM`: the floor `proxy` runs beside the gateway (a child of
+    // this binary, not a scenario).
+    let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("bare-proxy") {
+        match (argv.get(2), argv.get(3)) {
+            (Some(listen), Some(upstream)) => bare_proxy::main(listen, upstream),
+            _ => {
+                eprintln!("usage: bench bare-proxy LISTEN UPSTREAM");
+                std::process::exit(2)
+            }
+        }
+    }
     let cli = Cli::parse();
     // Children in their own process groups do not get the terminal's Ctrl-C, nor a SIGTERM sent
     // to the bench (a timeout, a CI job ending): end them too, then exit as the signal would.

@@ -1,7 +1,7 @@
 //! The scenarios. Each returns its JSON object (printed by main as the last stdout line).
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -78,6 +78,16 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
         gw.url,
         gw.pid()
     ));
+    // The floor: a bare hyper forwarder in a process of its own (bare_proxy.rs).
+    let bare_port = free_port();
+    let mut bare_cmd = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+    bare_cmd
+        .arg("bare-proxy")
+        .arg(format!("127.0.0.1:{bare_port}"))
+        .arg(format!("http://127.0.0.1:{port}/mcp"))
+        .stdout(Stdio::null());
+    let bare = Proc::spawn(bare_cmd)?;
+    wait_listening(bare_port, Duration::from_secs(10)).await?;
     let args = json!({ "text": "bench" });
     let targets = [
         (
@@ -100,7 +110,13 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
             "apps_mcp_2026",
             McpRequest::tool_call(&format!("{}/apps/mcp/web26", gw.url), "echo", args.clone()),
         ),
+        (
+            "bare_proxy",
+            McpRequest::tool_call(&format!("http://127.0.0.1:{bare_port}/"), "echo", args.clone()),
+        ),
     ];
+    // Whose CPU each target's rounds are charged to.
+    let pid_of = |name: &str| if name == "bare_proxy" { bare.pid } else { gw.pid() };
     // Warm-up: connections, caches, the app's lazy paths.
     for (name, req) in &targets {
         let s = load(&client, req, 4, Duration::from_secs(10), Some(200)).await;
@@ -121,7 +137,8 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
             // Rotate the order each round so that drift hits every side.
             for k in 0..targets.len() {
                 let ti = (k + round) % targets.len();
-                let before = cpu_us(gw.pid());
+                let pid = pid_of(targets[ti].0);
+                let before = cpu_us(pid);
                 let s = load(
                     &client,
                     &targets[ti].1,
@@ -130,7 +147,7 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
                     None,
                 )
                 .await;
-                cpu[ti] += cpu_us(gw.pid()).saturating_sub(before);
+                cpu[ti] += cpu_us(pid).saturating_sub(before);
                 log(format!(
                     "proxy: round {} c{c} {}: {} calls, {} errors",
                     round + 1,
@@ -173,7 +190,13 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
     out["throughput_ratio"] = out["apps_mcp"]["c16"]["throughput_ratio"].clone();
     out["gateway_cpu_us_per_call"] = out["apps_mcp"]["gateway_cpu_us_per_call"].clone();
     out["errors"] = errors.into();
-    out["note"] = "ratios are gateway ÷ direct within this run; top-level p50/p99 ratios are /apps/mcp at concurrency 1, \
+    out["gateway_cpu_vs_bare_proxy"] = ratio(
+        out["apps_mcp"]["gateway_cpu_us_per_call"].as_f64().unwrap_or(0.0),
+        out["bare_proxy"]["gateway_cpu_us_per_call"].as_f64().unwrap_or(0.0),
+    )
+    .into();
+    out["note"] = "ratios are gateway ÷ direct within this run; bare_proxy is a bare hyper forwarder in its own process \
+                   (the floor of any proxy; its CPU is its own process's); gateway_cpu_vs_bare_proxy is /apps/mcp's CPU per call ÷ the bare proxy's; top-level p50/p99 ratios are /apps/mcp at concurrency 1, \
                    throughput_ratio /apps/mcp at 16; apps_mcp_2026 is /apps/mcp to the same app declaring the 2026-07-28 \
                    revision (a stateless session: envelope and headers on every request); gateway CPU is /proc/PID/stat utime+stime of gateway-host only (the \
                    app is a separate process) over its rounds ÷ calls proxied"
