@@ -6,7 +6,8 @@ use abi_stable::{
     StableAbi,
 };
 
-/// A model-side tool call.
+/// A model-side tool call as `ModuleInstance::call_tool` takes it (2.0 hosts). The host calls
+/// tools through [`AppRequest`] now; the module answers this as the `tools/call` it amounts to.
 #[repr(C)]
 #[derive(StableAbi, Debug, Clone)]
 pub struct ToolCallRequest {
@@ -62,8 +63,10 @@ pub struct AppRequest {
     /// The browser's `?sessionId=` (the MCP Apps spec has it put into a `tools/call`'s `_meta`);
     /// empty when none.
     pub session_id: RString,
-    /// The request may go to a standard MCP server too, not only to an MCP App (the gateway's own
-    /// `/mcp` multiplexes both; a browser's `/apps/mcp/{appId}` reaches MCP Apps only).
+    /// The gateway itself asks (its `/mcp`, a tool call for a model), not a browser: the request
+    /// may go to a standard MCP server too, not only to an MCP App (`/mcp` multiplexes both; a
+    /// browser's `/apps/mcp/{appId}` reaches MCP Apps only), and a `tools/call` may name a tool
+    /// hidden from apps (the host has applied the visibility rules of its own caller).
     pub any_provider: bool,
     /// The call takes part in the relay ([`relay`]); `RNone` when nothing the app does during
     /// it goes back to a client.

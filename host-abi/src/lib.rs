@@ -59,7 +59,9 @@ mod descriptors;
 mod errors;
 mod events;
 mod host;
-mod lenient;
+/// The field decoders the payload types' derives name; public so that the host's one-pass
+/// decoder (`gateway-host/src/module/payloads.rs`) applies the same rules.
+pub mod lenient;
 mod module;
 mod version;
 

@@ -76,8 +76,11 @@ pub trait ModuleInstance: Send + Sync {
     /// The tools of every Running app (model-visible and app-only alike).
     fn list_tools(&self) -> AbiFuture<RVec<ToolDescriptor>>;
 
-    /// A model-side tool call. Failures come back as an outcome whose text starts with `Error:`,
-    /// not as an `AbiError`, except for boundary-level failures.
+    /// A model-side tool call, as 2.0 hosts make it. Failures come back as an outcome whose text
+    /// starts with `Error:`, not as an `AbiError`, except for boundary-level failures. Hosts since
+    /// 2.0's gateway call tools for a model through [`forward`](Self::forward) (a `tools/call` with
+    /// [`AppRequest::any_provider`](crate::AppRequest::any_provider)), one way for every call; a
+    /// module answers this as that request.
     fn call_tool(&self, request: ToolCallRequest) -> AbiFuture<ToolCallOutcome>;
 
     /// Passes a client's request to an app's upstream session: the app's result, or a JSON-RPC

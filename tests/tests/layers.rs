@@ -22,6 +22,10 @@
 //! - [`runtime_is_the_ground`]: the module's `runtime/` imports nothing outside `runtime/`.
 //! - [`host_entry_points_are_leaves`]: in gateway-host, nothing imports serve.rs or commands.rs
 //!   but commands.rs and boundary_check.rs (main.rs, the binary, is out of the library's reach).
+//! - [`host_folders_point_down`]: the host's folders are layers too, `http` > `chat` >
+//!   `tools` | `config` > `module`: a file imports its own folder or folders below it, never one
+//!   above it nor a sibling of its rank. The files at the crate's root (metrics, parse_count,
+//!   logging…) are shared ground and not ranked.
 //!
 //! Run: `cargo test --release -p gateway-e2e --test layers` (no build of the products needed).
 
@@ -37,6 +41,10 @@ const PRODUCT_CRATES: [&str; 3] = ["host-abi", "mcpapp-plugin", "gateway-host"];
 
 /// The module's layers, top first.
 const MODULE_LAYERS: [&str; 4] = ["export", "apps", "upstream", "runtime"];
+
+/// The host's folders by rank, top first: `tools` and `config` share a rank (neither imports the
+/// other).
+const HOST_LAYERS: [(&str, usize); 5] = [("http", 0), ("chat", 1), ("tools", 2), ("config", 2), ("module", 3)];
 
 // ---------------------------------------------------------------------------------------------
 // The checks
@@ -111,6 +119,26 @@ fn host_entry_points_are_leaves() {
         }
     }
     assert!(report.is_empty(), "only the commands start the gateway:\n{report}");
+}
+
+#[test]
+fn host_folders_point_down() {
+    let graph = Graph::of_crate("gateway-host");
+    let folder = |m: &ModPath| HOST_LAYERS.iter().find(|(f, _)| m.first().map(String::as_str) == Some(*f)).copied();
+    for (f, _) in HOST_LAYERS {
+        assert!(graph.files.keys().any(|m| m.first().map(String::as_str) == Some(f)), "gateway-host has no {f}/ folder: update this test");
+    }
+    let mut report = String::new();
+    for (from, targets) in &graph.edges {
+        let Some((from_folder, from_rank)) = folder(from) else { continue };
+        for to in targets {
+            let Some((to_folder, to_rank)) = folder(to) else { continue };
+            if to_folder != from_folder && to_rank <= from_rank {
+                writeln!(report, "{} ({from_folder}/) imports {} ({to_folder}/), not a folder below it", graph.files[from], graph.files[to]).unwrap();
+            }
+        }
+    }
+    assert!(report.is_empty(), "the host's folders are layers, http > chat > tools | config > module:\n{report}");
 }
 
 /// The layer of a module file, as an index into [`MODULE_LAYERS`] (the root stands with `export`).

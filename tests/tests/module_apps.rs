@@ -367,7 +367,17 @@ fn invalid_arguments_and_remote_errors_become_error_text() {
     let m = TestModule::new(json!({}));
     m.add_app("errs", &stdio_app("errs", &[]));
     m.reload();
-    let bad_json = m.call("errs", "echo", "{not json");
+    // Arguments are the host's to read (`tools/arguments.rs`); a 2.0 host's `call_tool` hands
+    // them over as text, and the module refuses text that is no JSON object.
+    let request = host_abi::ToolCallRequest {
+        call_id: 77_001,
+        app_id: "errs".into(),
+        tool_name: "echo".into(),
+        arguments_json: "{not json".into(),
+        meta_json: "".into(),
+        extra_json: "{}".into(),
+    };
+    let bad_json = futures::executor::block_on(m.instance.call_tool(request)).unwrap();
     assert!(bad_json.is_error && bad_json.text.starts_with("Error: invalid arguments for tool 'echo'"), "{}", bad_json.text);
     let tool_error = m.call("errs", "fail", r#"{"message":"no such store"}"#);
     assert!(tool_error.is_error && tool_error.text.starts_with("Error: ") && tool_error.text.contains("no such store"));
@@ -771,4 +781,36 @@ impl HandWrittenApp {
         runtime.spawn(async move { axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await.unwrap() });
         HandWrittenApp { url, seen, _runtime: runtime }
     }
+}
+
+/// Architecture invariant (ARCHITECTURE.md, "the earlier app keeps a clashing tool name"): of two
+/// MCP Apps whose prefixed tool names clash, the earlier in discovery order (folders sorted by
+/// name) keeps the name, and a call of it reaches that app; the later app's tool is refused with
+/// one log line however often the tools are listed.
+#[test]
+fn a_clashing_tool_name_stays_with_the_earlier_app() {
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    for id in ["clash-a", "clash-b"] {
+        let mut manifest = stdio_app(id, &[]);
+        manifest["toolNamePrefix"] = json!("same.");
+        write_manifest(&apps, id, &manifest);
+    }
+    let gw = gateway_e2e::GatewayProcess::start(json!({
+        "Gateway": { "AlwaysRequireAuth": false },
+        "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
+    }));
+    let refusal = "Tool name 'same.echo' of McpApp 'clash-b' clashes with McpApp 'clash-a'";
+    assert!(gw.wait_for_log(refusal, Duration::from_secs(30)), "no refusal logged\n{}", gw.logs());
+    for _ in 0..3 {
+        let (status, tools) = gw.get_json("/tools");
+        assert_eq!(status, 200, "{tools}");
+        let echo: Vec<&Value> = tools["all"].as_array().unwrap().iter().filter(|t| t["name"] == "same.echo").collect();
+        assert_eq!(echo.len(), 1, "one tool named same.echo: {tools}");
+        assert_eq!(echo[0]["providerId"], "mcpapp:clash-a", "the earlier app keeps it: {tools}");
+        assert!(!tools.to_string().contains("clash-b"), "every tool of clash-b clashes with clash-a's (same app, same prefix): {tools}");
+    }
+    let (reply, _) = try_call(&gw.url(""), "/mcp", "same.env", json!({}), Duration::from_secs(30)).unwrap();
+    assert!(reply.to_string().contains("clash-a"), "the call reaches the earlier app (its folder is its working directory): {reply}");
+    assert_eq!(gw.log_lines().iter().filter(|l| l.contains(refusal)).count(), 1, "one log line per clash\n{}", gw.logs());
 }

@@ -271,7 +271,8 @@ fn a_client_that_goes_away_cancels_the_upstream_call() {
     assert_eq!(status, 200, "the gateway keeps serving");
 }
 
-/// How long the variant module holds each `call_tool` before registering it (fault injection):
+/// How long the variant module holds each forwarded request (a `/mcp` `tools/call` is one)
+/// before registering it (fault injection):
 /// the client's cancel comes in meanwhile, before the call started.
 const REGISTRATION_DELAY_MS: u64 = 3000;
 
@@ -287,7 +288,7 @@ fn a_cancel_sent_before_the_call_starts_stops_it() {
     let variant = build_variant_module();
     let dir = tempfile::tempdir().unwrap();
     write_manifest(&dir.path().join("apps"), "tapp", &stdio_app("tapp", &[]));
-    let delay = format!("delay:call_tool:{REGISTRATION_DELAY_MS}");
+    let delay = format!("delay:forward:{REGISTRATION_DELAY_MS}");
     let gw = GatewayProcess::start_with(GatewayOptions {
         config: gateway_config(dir.path(), &[&delay]),
         module: Some(variant.path.clone()),
@@ -317,12 +318,16 @@ fn a_cancel_sent_before_the_call_starts_stops_it() {
         .block_on(async { info.serve(StreamableHttpClientTransport::from_uri(url.clone())).await })
         .expect("connecting to /mcp");
 
+    // Every forwarded request is held (the endpoint's own, during initialize, too): the call's
+    // is the next one held after this point.
+    let holding = "injected delay: forward call";
+    let held = || gw.log_lines().iter().filter(|l| l.contains(holding)).count();
+    let held_before = held();
     let handle = runtime
         .block_on(client.peer().send_cancellable_request(call(FOREVER_MS), PeerRequestOptions::no_options()))
         .expect("tools/call sent");
     // The module holds the call before registering it; the client cancels meanwhile.
-    let holding = "injected delay: call_tool call";
-    assert!(gw.wait_for_log(holding, WAIT), "the call never reached the module's injected delay\n{}", gw.logs());
+    assert!(wait_until(WAIT, POLL, || held() > held_before), "the call never reached the module's injected delay\n{}", gw.logs());
     runtime.block_on(handle.cancel(Some("the test cancels before the call starts".into()))).expect("cancel sent");
     assert!(gw.wait_for_log(sent_before_start, WAIT), "the module did not stop the call before sending it\n{}", gw.logs());
     assert_eq!(seen_through(&gw, "tapp"), before, "the app never ran the cancelled call\n{}", gw.logs());

@@ -379,33 +379,36 @@ fn parses(gw: &GatewayProcess) -> [u64; 4] {
 
 /// Issue 40: a proxied `tools/call` is parsed once where it enters (the gate) and the app's
 /// answer once where it comes off the wire (to route it by its id) on each side of the module
-/// boundary — at most one parse per direction on each side — over stdio and HTTP apps, from a
-/// 2026-07-28 client and from one in an initialize-era session. The rest travels as text.
+/// boundary — at most one parse per direction on each side — over stdio and HTTP apps, on
+/// `/apps/mcp/{appId}` and on `/mcp` (where the host reads the result once to shape it for a
+/// model), from a 2026-07-28 client and from one in an initialize-era session. The rest travels
+/// as text.
 #[test]
 fn a_proxied_tool_call_is_parsed_once_per_direction_on_each_side() {
     let (_dir, gw) = gateway_with_apps("pcs", "pch");
     const CALLS: u64 = 20;
     for app in ["pcs", "pch"] {
-        let path = format!("/apps/mcp/{app}");
-        // 2026-07-28, stateless.
-        let before = parses(&gw);
-        for i in 0..CALLS {
-            let reply = post(&gw, &path, "echo", json!({ "text": format!("call {i}") }), json!({}), false);
-            assert_eq!(reply.messages[0]["result"]["content"][0]["text"], format!("echo: call {i}"), "{reply:?}");
+        for (path, tool) in [(format!("/apps/mcp/{app}"), "echo".to_string()), ("/mcp".to_string(), format!("{app}.echo"))] {
+            // 2026-07-28, stateless.
+            let before = parses(&gw);
+            for i in 0..CALLS {
+                let reply = post(&gw, &path, &tool, json!({ "text": format!("call {i}") }), json!({}), false);
+                assert_eq!(reply.messages[0]["result"]["content"][0]["text"], format!("echo: call {i}"), "{path}: {reply:?}");
+            }
+            let after = parses(&gw);
+            let per_call: Vec<f64> = after.iter().zip(before).map(|(a, b)| (a - b) as f64 / CALLS as f64).collect();
+            assert_eq!(per_call, vec![1.0, 1.0, 1.0, 1.0], "{path}, 2026-07-28: parses per call [host request, host answer, module request, module answer]");
+            // In an initialize-era session (the short way serves its plain calls too).
+            let headers = open_session(&gw, &path, json!({}));
+            let before = parses(&gw);
+            for i in 0..CALLS {
+                let response = send_raw(&gw, &path, &headers, &session_call(100 + i, &tool, &json!({ "text": "in a session" }), false));
+                let text = response.text().unwrap();
+                assert!(text.contains("in a session"), "{path}: {text}");
+            }
+            let after = parses(&gw);
+            let per_call: Vec<f64> = after.iter().zip(before).map(|(a, b)| (a - b) as f64 / CALLS as f64).collect();
+            assert_eq!(per_call, vec![1.0, 1.0, 1.0, 1.0], "{path}, in a session: parses per call [host request, host answer, module request, module answer]");
         }
-        let after = parses(&gw);
-        let per_call: Vec<f64> = after.iter().zip(before).map(|(a, b)| (a - b) as f64 / CALLS as f64).collect();
-        assert_eq!(per_call, vec![1.0, 1.0, 1.0, 1.0], "{app}, 2026-07-28: parses per call [host request, host answer, module request, module answer]");
-        // In an initialize-era session (the short way serves its plain calls too).
-        let headers = open_session(&gw, &path, json!({}));
-        let before = parses(&gw);
-        for i in 0..CALLS {
-            let response = send_raw(&gw, &path, &headers, &session_call(100 + i, "echo", &json!({ "text": "in a session" }), false));
-            let text = response.text().unwrap();
-            assert!(text.contains("in a session"), "{text}");
-        }
-        let after = parses(&gw);
-        let per_call: Vec<f64> = after.iter().zip(before).map(|(a, b)| (a - b) as f64 / CALLS as f64).collect();
-        assert_eq!(per_call, vec![1.0, 1.0, 1.0, 1.0], "{app}, in a session: parses per call [host request, host answer, module request, module answer]");
     }
 }

@@ -393,10 +393,11 @@ impl Chat {
         let call_id = module.next_call_id();
         // The chat session is the app session (R32): the same `sessionId` the browser sends.
         let meta = json!({ "sessionId": session_id });
-        let extra = json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": { "elicitation": { "form": {}, "url": {} } } } });
+        // The page answers the app's questions to the user (elicitation, forms and URLs).
+        let relay = host_abi::RelayOptIn { client_capabilities: vec!["elicitation".into()].into() };
         let (registry, name_owned) = (self.registry.clone(), name.to_string());
         let mut call =
-            module.relayed(call_id, async move { registry.call_with(&name_owned, arguments, call_id, &meta, &extra).await });
+            module.relayed(call_id, async move { registry.call_with(&name_owned, arguments, call_id, &meta, Some(relay)).await });
         loop {
             // A shutdown past its bound cuts the call off with the reason, as on the MCP endpoints.
             let step = tokio::select! {

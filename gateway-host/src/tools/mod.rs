@@ -15,7 +15,8 @@ pub mod preference;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use host_abi::ToolCallRequest;
+use host_abi::{AppRequest, RelayOptIn};
+use serde_json::Map;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -263,27 +264,27 @@ impl ToolRegistry {
     /// Calls the model's tool `name` (already resolved by preference) under `call_id` (see
     /// [`ModuleHost::next_call_id`]) with its `arguments` as parsed where the call came in (an
     /// object or null, else an `Error:` result: [`arguments::check`]), the request's `_meta`
-    /// (e.g. the caller's progress token) and `extra` (e.g. the relay opt-in,
-    /// `host_abi::relay`), both JSON objects or null.
+    /// (e.g. the caller's progress token; a JSON object or null) and the caller's relay opt-in
+    /// (`host_abi::relay`: what its client can be asked while the tool runs).
     ///
     /// Every call of a tool the registry has is counted and timed here, the one place both `/mcp`
     /// and the chat agent call through; a call whose caller stops waiting counts as cancelled.
-    pub async fn call_with(&self, name: &str, arguments: Value, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
+    pub async fn call_with(&self, name: &str, arguments: Value, call_id: u64, meta: &Value, relay: Option<RelayOptIn>) -> ToolResult {
         let Some(spec) = self.resolve_now(name).await else {
             return ToolResult::error(format!("unknown tool '{name}'"));
         };
-        self.call_spec(&spec, arguments, call_id, meta, extra).await
+        self.call_spec(&spec, arguments, call_id, meta, relay).await
     }
 
     /// [`Self::call_with`] for a tool already looked up (e.g. an app-only tool of an MCP Apps
     /// host, see [`Self::resolve_for_app_host`]).
-    pub async fn call_spec(&self, spec: &ToolSpec, arguments: Value, call_id: u64, meta: &Value, extra: &Value) -> ToolResult {
+    pub async fn call_spec(&self, spec: &ToolSpec, arguments: Value, call_id: u64, meta: &Value, relay: Option<RelayOptIn>) -> ToolResult {
         let name = spec.name.as_str();
         let timer = match &spec.source {
             ToolSource::Builtin(_) => self.metrics.tool_call(&spec.provider_id, &spec.name),
             ToolSource::Module { app_id, tool_name } => self.metrics.tool_call(app_id, tool_name),
         };
-        let (result, outcome) = self.run(spec, name, arguments, call_id, meta, extra).await;
+        let (result, outcome) = self.run(spec, name, arguments, call_id, meta, relay).await;
         // An error with the app's result is the tool's own (`isError`); one without had no result
         // (the app is not running, refused the call with a JSON-RPC error, timed out…).
         timer.finish(outcome.unwrap_or(match (result.is_error, result.raw.is_some()) {
@@ -295,6 +296,11 @@ impl ToolRegistry {
     }
 
     /// The call itself; the outcome when the result does not tell it (the module call failed).
+    ///
+    /// An app's tool is called the way a client's `tools/call` is forwarded
+    /// ([`ModuleHost::forward`], one typed [`AppRequest`]), as the gateway itself
+    /// (`any_provider`): the host has already applied the visibility rules, and the tool may be a
+    /// standard server's. The answer is shaped for the model here ([`ToolResult::of_answer`]).
     async fn run(
         &self,
         spec: &ToolSpec,
@@ -302,7 +308,7 @@ impl ToolRegistry {
         arguments: Value,
         call_id: u64,
         meta: &Value,
-        extra: &Value,
+        relay: Option<RelayOptIn>,
     ) -> (ToolResult, Option<ToolOutcome>) {
         let arguments = match arguments::check(arguments) {
             Ok(a) => a,
@@ -311,17 +317,23 @@ impl ToolRegistry {
         match &spec.source {
             ToolSource::Builtin(builtin) => (builtin::call(*builtin, &self.module, &arguments).await, None),
             ToolSource::Module { app_id, tool_name } => {
-                let json_or = |v: &Value, empty: &str| if v.is_object() { v.to_string() } else { empty.to_string() };
-                let request = ToolCallRequest {
+                let mut params = Map::new();
+                params.insert("name".into(), Value::String(tool_name.clone()));
+                params.insert("arguments".into(), arguments);
+                if meta.is_object() {
+                    params.insert("_meta".into(), meta.clone());
+                }
+                let request = AppRequest {
                     call_id,
                     app_id: app_id.as_str().into(),
-                    tool_name: tool_name.as_str().into(),
-                    arguments_json: arguments.to_string().into(),
-                    meta_json: json_or(meta, "").into(),
-                    extra_json: json_or(extra, "{}").into(),
+                    method: "tools/call".into(),
+                    params_json: serde_json::to_string(&params).unwrap_or_default().into(),
+                    session_id: "".into(),
+                    any_provider: true,
+                    relay: relay.into(),
                 };
-                match self.module.call_tool(request).await {
-                    Ok(outcome) => (ToolResult::from_outcome(outcome), None),
+                match self.module.forward(request).await {
+                    Ok(answer) => (ToolResult::of_answer(app_id, answer, spec.ui_resource_uri.clone()), None),
                     Err(e) => {
                         let cancelled = e.code() == host_abi::ErrorCode::Cancelled;
                         (ToolResult::error(e), Some(if cancelled { ToolOutcome::Cancelled } else { ToolOutcome::Failed }))

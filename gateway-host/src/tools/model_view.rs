@@ -7,7 +7,10 @@
 //! and clients that render app UIs still get it, from the raw result). The chat agent feeds
 //! [`ToolResult::text`] to its model; `/mcp` gives its clients [`ToolResult::for_mcp_client`].
 
+use host_abi::{jsonrpc, AppAnswer, RpcError};
 use serde_json::{json, Value};
+
+use crate::parse_count::{self, Direction};
 
 /// A tool result for the model (SPEC R20).
 #[derive(Debug, Clone, PartialEq)]
@@ -49,16 +52,16 @@ impl ToolResult {
         ToolResult { is_error, text, structured, ui_resource_uri, raw: Some(raw) }
     }
 
-    /// What the module answered for a call of an app's tool: the app's result, or why there is
-    /// none.
-    pub fn from_outcome(outcome: host_abi::ToolCallOutcome) -> ToolResult {
-        let ui_resource_uri = Some(outcome.ui_resource_uri.into_string()).filter(|u| !u.is_empty());
-        if outcome.raw_result_json.is_empty() {
-            return ToolResult::error(outcome.text);
-        }
-        match serde_json::from_str::<Value>(outcome.raw_result_json.as_str()) {
-            Ok(raw @ Value::Object(_)) => ToolResult::of_app(raw, ui_resource_uri),
-            Ok(_) | Err(_) => ToolResult::error("the module passed on a tool result that is no JSON object"),
+    /// What the module answered for a call of `app_id`'s tool linked to `ui_resource_uri`: the
+    /// app's result (its text parsed here, once, counted as the answer's parse on this side of
+    /// the boundary), or why there is none.
+    pub fn of_answer(app_id: &str, answer: AppAnswer, ui_resource_uri: Option<String>) -> ToolResult {
+        match answer {
+            AppAnswer::Result(text) => match parse_count::parsed::<Value>(Direction::Answer, &text) {
+                Ok(raw @ Value::Object(_)) => ToolResult::of_app(raw, ui_resource_uri),
+                Ok(_) | Err(_) => ToolResult::error(format!("McpApp '{app_id}' answered with a tool result that is no JSON object")),
+            },
+            AppAnswer::Error(e) => ToolResult::error(failure(app_id, &e)),
         }
     }
 
@@ -101,6 +104,16 @@ impl ToolResult {
             }
         }
         Some(raw)
+    }
+}
+
+/// Why a call got no result, as the model reads it. The module's own errors (the app unknown,
+/// stopped, lost, the call cancelled) say so already; an app's JSON-RPC error is named as the
+/// app's.
+fn failure(app_id: &str, e: &RpcError) -> String {
+    match e.code {
+        code if code == i64::from(jsonrpc::UPSTREAM_FAILED) || code == i64::from(jsonrpc::APP_UNAVAILABLE) => e.message.to_string(),
+        code => format!("McpApp '{app_id}': the app returned an error: {} (code {code})", e.message),
     }
 }
 

@@ -6,8 +6,9 @@
 //! once, applies the two rules that are the gateway's to enforce (MCP Apps spec: a browser may
 //! only call tools visible to apps, and the browser's `sessionId` goes into `tools/call`'s
 //! `_meta`), and answers with the app's `result` or a typed JSON-RPC error ([`AppAnswer`]) —
-//! never an envelope for the host to unpack again. The gateway's own `/mcp` forwards here too,
-//! to standard MCP servers as well as apps, when the request says so (`any_provider`).
+//! never an envelope for the host to unpack again. The gateway itself forwards here too
+//! (`any_provider`): its `/mcp`, and every tool call for a model (`/mcp` and the chat), to
+//! standard MCP servers as well as apps, with its visibility rules already applied.
 
 use std::sync::Arc;
 
@@ -72,7 +73,9 @@ pub async fn forward(
             Err(e) => return error(jsonrpc::INVALID_PARAMS, format!("Invalid params: not JSON ({e})"), None),
         },
     };
-    if method == "tools/call" {
+    // The gateway itself (`any_provider`: its `/mcp`, the chat's model) has applied its own
+    // visibility rules (a model's tools, or an app host's) before it calls.
+    if method == "tools/call" && !request.any_provider {
         let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).unwrap_or_default();
         if let Some(tool) = app.catalog().as_ref().and_then(|catalog| catalog.tool(name)) {
             if !tool.visible_to_app {

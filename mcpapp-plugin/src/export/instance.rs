@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::export::calls::{CancelOutcome, Calls, NO_CALL_ID};
+use crate::export::tool_bridge;
 use crate::runtime::containment::contain;
 use crate::runtime::events::EventSink;
 use crate::runtime::faults::{Faults, Site};
@@ -333,27 +334,24 @@ impl ModuleInstance for Instance {
 
     fn list_tools(&self) -> AbiFuture<RVec<ToolDescriptor>> {
         self.call("list_tools", Placement::Inline, NO_CALL_ID, |core, _| async move {
-            Ok(crate::export::tool_bridge::descriptors(&core.registry.apps(), &core.clashes_reported).into())
+            Ok(tool_bridge::descriptors(&core.registry.apps(), &core.clashes_reported).into())
         })
     }
 
+    /// A 2.0 host's model-side call: answered as the forwarded `tools/call` it amounts to.
     fn call_tool(&self, request: ToolCallRequest) -> AbiFuture<ToolCallOutcome> {
         let call_id = request.call_id;
         let placement = self.placement_of_call(request.app_id.as_str());
         self.call("call_tool", placement, call_id, move |core, cancel| async move {
             let app = core.app(request.app_id.as_str())?;
-            let meta = serde_json::from_str::<Value>(request.meta_json.as_str()).ok();
-            let relay =
-                core.relays.register(request.call_id, &app.key, crate::upstream::relay::opted_in(request.extra_json.as_str()), meta.as_ref(), &core.events);
-            Ok(crate::export::tool_bridge::call(
-                &app,
-                request.tool_name.as_str(),
-                request.arguments_json.as_str(),
-                request.meta_json.as_str(),
-                &cancel,
-                relay.as_ref().map(|r| &*r.call),
-            )
-            .await)
+            let forwarded = match tool_bridge::as_app_request(&request) {
+                Ok(forwarded) => forwarded,
+                Err(refused) => return Ok(refused),
+            };
+            let ui_resource_uri =
+                app.catalog().and_then(|c| c.tool(request.tool_name.as_str()).and_then(|t| t.ui_resource_uri.clone())).unwrap_or_default();
+            let answer = crate::export::forward::forward(&core.registry, &core.relays, &core.events, &forwarded, &cancel).await;
+            Ok(tool_bridge::outcome(answer, &ui_resource_uri))
         })
     }
 

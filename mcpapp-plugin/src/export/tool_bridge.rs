@@ -1,21 +1,23 @@
 //! App tools as agent tools (the seed's McpAppNativeTool, SPEC R20).
 //!
 //! Model-side names are `toolNamePrefix + name`; a name already taken by an app earlier in
-//! discovery order is refused for the later app with a log line. A call's answer is the app's
-//! result as it sent it, with the UI its tool is linked to: the host, where the model is, shapes
-//! it for the model (`gateway-host/src/tools/model_view.rs`), here nothing does.
+//! discovery order is refused for the later app with a log line. The host calls an app's tool
+//! for the model as it forwards a client's `tools/call` (`export/forward.rs`, as the gateway
+//! itself: `AppRequest::any_provider`), and shapes the app's result for the model itself
+//! (`gateway-host/src/tools/model_view.rs`); here nothing does. `call_tool`, the 2.0 hosts' way
+//! to call a tool for the model, is answered the same way ([`as_app_request`], [`outcome`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use host_abi::{ToolCallOutcome, ToolDescriptor};
+use abi_stable::std_types::RString;
+use host_abi::{AppAnswer, AppRequest, RelayOptIn, ToolCallOutcome, ToolCallRequest, ToolDescriptor};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
 
+use crate::apps::app_server::{AppKind, AppServer};
 use crate::apps::install_state::AppState;
-use crate::apps::app_server::{AppKind, AppServer, CallError};
-use crate::upstream::relay::CallRelay;
+use crate::upstream::relay::opted_in;
 
 /// The provider id of an app's tools in the host's registry: `mcpapp:{appId}` for MCP Apps; a
 /// standard server's registry key is already `mcp:{serverId}`.
@@ -81,6 +83,48 @@ pub fn descriptors(apps: &[Arc<AppServer>], reported: &Mutex<HashSet<String>>) -
     out
 }
 
+/// A 2.0 host's model-side call (`ModuleInstance::call_tool`) as the request a host now sends
+/// for it: a `tools/call` forwarded as the gateway itself (`any_provider`), with the `_meta` and
+/// the relay opt-in of its `extra_json`. `Err` when its arguments are no JSON object.
+pub fn as_app_request(request: &ToolCallRequest) -> Result<AppRequest, ToolCallOutcome> {
+    let tool_name = request.tool_name.as_str();
+    let arguments_json = request.arguments_json.as_str();
+    let arguments = match serde_json::from_str::<Value>(if arguments_json.is_empty() { "{}" } else { arguments_json }) {
+        Ok(a @ Value::Object(_)) => a,
+        _ => return Err(failure(format!("invalid arguments for tool '{tool_name}': the host must send a JSON object"))),
+    };
+    let mut params = json!({ "name": tool_name, "arguments": arguments });
+    if let Ok(meta @ Value::Object(_)) = serde_json::from_str::<Value>(request.meta_json.as_str()) {
+        params["_meta"] = meta;
+    }
+    let relay = opted_in(request.extra_json.as_str())
+        .map(|capabilities| RelayOptIn { client_capabilities: capabilities.into_iter().map(RString::from).collect() });
+    Ok(AppRequest {
+        call_id: request.call_id,
+        app_id: request.app_id.clone(),
+        method: "tools/call".into(),
+        params_json: params.to_string().into(),
+        session_id: RString::new(),
+        any_provider: true,
+        relay: relay.into(),
+    })
+}
+
+/// A forwarded `tools/call`'s answer as a 2.0 host reads a model-side call's outcome.
+pub fn outcome(answer: AppAnswer, ui_resource_uri: &str) -> ToolCallOutcome {
+    match answer {
+        AppAnswer::Result(raw) => ToolCallOutcome {
+            is_error: false,
+            text: "".into(),
+            structured_content_json: "".into(),
+            ui_resource_uri: ui_resource_uri.into(),
+            raw_result_json: raw,
+            extra_json: "{}".into(),
+        },
+        AppAnswer::Error(e) => failure(e.message),
+    }
+}
+
 /// A call that got no result: why, for the host to put before the model (`Error: …`).
 fn failure(message: impl std::fmt::Display) -> ToolCallOutcome {
     ToolCallOutcome {
@@ -89,45 +133,6 @@ fn failure(message: impl std::fmt::Display) -> ToolCallOutcome {
         structured_content_json: "".into(),
         ui_resource_uri: "".into(),
         raw_result_json: "".into(),
-        extra_json: "{}".into(),
-    }
-}
-
-/// Calls one tool of one app for the model.
-pub async fn call(
-    app: &AppServer,
-    tool_name: &str,
-    arguments_json: &str,
-    meta_json: &str,
-    cancel: &CancellationToken,
-    relay: Option<&CallRelay>,
-) -> ToolCallOutcome {
-    // The host read and checked the arguments (`gateway-host/src/tools/arguments.rs`); they are
-    // decoded here only to be sent on. A host that breaks that promise is told so.
-    let arguments = match serde_json::from_str::<Value>(if arguments_json.is_empty() { "{}" } else { arguments_json }) {
-        Ok(a @ Value::Object(_)) => a,
-        _ => return failure(format!("invalid arguments for tool '{tool_name}': the host must send a JSON object")),
-    };
-    let Some(catalog) = app.catalog() else {
-        return failure(CallError::NotRunning { app: app.key.clone(), state: app.state() });
-    };
-    let Some(tool) = catalog.tool(tool_name) else {
-        return failure(format!("McpApp '{}' has no tool '{tool_name}'", app.key));
-    };
-    let mut params = json!({ "name": tool_name, "arguments": arguments });
-    if let Ok(meta @ Value::Object(_)) = serde_json::from_str::<Value>(meta_json) {
-        params["_meta"] = meta;
-    }
-    let result = match app.request("tools/call", Some(params), cancel, relay).await {
-        Ok(r) => r,
-        Err(e) => return failure(e),
-    };
-    ToolCallOutcome {
-        is_error: false,
-        text: "".into(),
-        structured_content_json: "".into(),
-        ui_resource_uri: tool.ui_resource_uri.clone().unwrap_or_default().into(),
-        raw_result_json: result.to_string().into(),
         extra_json: "{}".into(),
     }
 }

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RStr, RString};
+use abi_stable::std_types::RStr;
 use host_abi::{
     AppDescriptor, HostSink, HostSink_TO, LogLevel, LogRecord, ModuleConfig, ModuleEvent, ModuleInstanceBox,
-    ToolCallOutcome, ToolCallRequest, ToolDescriptor,
+    ToolDescriptor,
 };
 use serde_json::{json, Value};
 use std::sync::Mutex;
@@ -105,8 +105,9 @@ pub struct ModelView {
 }
 
 impl ModelView {
-    pub fn of(outcome: ToolCallOutcome) -> ModelView {
-        let view = gateway_host::model_view::ToolResult::from_outcome(outcome);
+    /// The model's view of `app`'s answer for its tool linked to `ui_resource_uri`.
+    pub fn of(app: &str, answer: host_abi::AppAnswer, ui_resource_uri: Option<String>) -> ModelView {
+        let view = gateway_host::model_view::ToolResult::of_answer(app, answer, ui_resource_uri);
         ModelView {
             is_error: view.is_error,
             text: view.text,
@@ -180,6 +181,8 @@ impl TestModule {
         futures::executor::block_on(self.call_async(app, tool, args, "{}"))
     }
 
+    /// A tool call for a model, as the host makes it (`gateway-host/src/tools/mod.rs`): a
+    /// `tools/call` forwarded as the gateway itself, its answer shaped by `model_view`.
     pub fn call_async(
         &self,
         app: &str,
@@ -187,16 +190,28 @@ impl TestModule {
         args: &str,
         meta: &str,
     ) -> impl std::future::Future<Output = ModelView> {
-        let request = ToolCallRequest {
+        let mut params = json!({ "name": tool, "arguments": serde_json::from_str::<Value>(args).unwrap() });
+        if let Ok(meta @ Value::Object(_)) = serde_json::from_str::<Value>(meta) {
+            params["_meta"] = meta;
+        }
+        let request = host_abi::AppRequest {
             call_id: self.next_call.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             app_id: app.into(),
-            tool_name: tool.into(),
-            arguments_json: args.into(),
-            meta_json: RString::from(meta),
-            extra_json: "{}".into(),
+            method: "tools/call".into(),
+            params_json: params.to_string().into(),
+            session_id: "".into(),
+            any_provider: true,
+            relay: abi_stable::std_types::RNone,
         };
-        let fut = self.instance.call_tool(request);
-        async move { ModelView::of(fut.await.unwrap()) }
+        let ui_resource_uri = self
+            .tools()
+            .into_iter()
+            .find(|t| t.app_id.as_str() == app && t.name.as_str() == tool)
+            .map(|t| t.ui_resource_uri.into_string())
+            .filter(|u| !u.is_empty());
+        let fut = self.instance.forward(request);
+        let app = app.to_string();
+        async move { ModelView::of(&app, fut.await.unwrap(), ui_resource_uri) }
     }
 
     /// Passes a JSON-RPC request's method and params to `app`, as the host does; answers with the

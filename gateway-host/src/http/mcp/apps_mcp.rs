@@ -39,7 +39,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData, ServerHandler};
 use serde::de::DeserializeOwned;
-use host_abi::payloads::{AppDetail, AppState};
+use host_abi::payloads::AppState;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -201,7 +201,7 @@ impl AppsMcp {
             let state = app.state().as_str();
             return Err(app_error(app_id, format!("McpApp '{app_id}' is not running (state: {state})"), json!(state)));
         }
-        let detail = AppDetail::from_json(app.detail_json.as_str());
+        let detail = crate::module::payloads::app_detail(app.detail_json.as_str());
         // listChanged of an estimate: the app's changes are relayed.
         let capabilities = Value::Object(super::multiplex::offered_capabilities(&app, &detail));
         Ok(AppFacts {

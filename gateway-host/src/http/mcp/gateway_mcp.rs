@@ -187,7 +187,7 @@ impl ServerHandler for GatewayMcp {
         let spec = self.tool(&name, app_host).await?;
         let shape = self.shape(&spec, app_host);
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let extra = mcp_relay::relay_extra(&context);
+        let relay = mcp_relay::relay_opt_in(&context);
         let meta = match context.meta.get_progress_token() {
             Some(token) => json!({ "progressToken": token }),
             None => Value::Null,
@@ -198,7 +198,7 @@ impl ServerHandler for GatewayMcp {
         let call = self
             .registry
             .module()
-            .relayed(call_id, async move { registry.call_spec(&spec, arguments, call_id, &meta, &extra).await });
+            .relayed(call_id, async move { registry.call_spec(&spec, arguments, call_id, &meta, Some(relay)).await });
         // A tool that declares task support runs as a task for a client that declared the tasks
         // extension: it polls it, answers its questions (tasks/update) and cancels it.
         if as_task {
@@ -771,10 +771,10 @@ impl GatewayPassThrough {
             }
             let shape = shape_for(&spec, app_host, rewrite);
             let arguments = request.params.get("arguments").cloned().unwrap_or(Value::Null);
-            let extra = mcp_relay::relay_extra_for(capabilities, modern);
+            let relay = mcp_relay::relay_opt_in_for(&capabilities, modern);
             let call_id = registry.module().next_call_id();
             let calling = registry.clone();
-            let call = registry.module().relayed(call_id, async move { calling.call_spec(&spec, arguments, call_id, &Value::Null, &extra).await });
+            let call = registry.module().relayed(call_id, async move { calling.call_spec(&spec, arguments, call_id, &Value::Null, Some(relay)).await });
             match mcp_relay::drive(call, &caller, registry.module(), &parked).await {
                 Ok(Outcome::Done(result)) => {
                     let mut result = serde_json::to_value(rmcp::model::ServerResult::from(CallToolResponse::from(to_call_tool_result(result, &shape)))).unwrap_or_default();

@@ -117,22 +117,6 @@ pub fn relay_opt_in_for(capabilities: &Map<String, Value>, modern: bool) -> Rela
     RelayOptIn { client_capabilities: declared.into() }
 }
 
-/// A model-side tool call's relay opt-in, as its `extra_json` carries it
-/// (`{"relay": {"clientCapabilities": {…}}}`).
-pub fn relay_extra(context: &RequestContext<RoleServer>) -> Value {
-    extra_of(&relay_opt_in(context))
-}
-
-/// [`relay_extra`] for a client that declared `capabilities` (`modern`: 2026-07-28 or newer).
-pub fn relay_extra_for(capabilities: Map<String, Value>, modern: bool) -> Value {
-    extra_of(&relay_opt_in_for(&capabilities, modern))
-}
-
-fn extra_of(opt_in: &RelayOptIn) -> Value {
-    let declared: Map<String, Value> = opt_in.client_capabilities.iter().map(|c| (c.to_string(), json!({}))).collect();
-    json!({ host_abi::relay::EXTRA_KEY: { "clientCapabilities": declared } })
-}
-
 fn missing_capability(capability: &str) -> ErrorData {
     let required: ClientCapabilities = serde_json::from_value(json!({ capability: {} })).unwrap_or_default();
     ErrorData::missing_required_client_capability(required)

@@ -391,7 +391,7 @@ fn unavailable(key: &str, message: String, state: Value) -> ErrorData {
 
 /// What the gateway knows of an app or server, as a [`Provider`].
 fn provider_of(app: &host_abi::AppDescriptor) -> Provider {
-    let detail = AppDetail::from_json(app.detail_json.as_str());
+    let detail = crate::module::payloads::app_detail(app.detail_json.as_str());
     let state = app.state();
     let capabilities = offered_capabilities(app, &detail);
     Provider {
