@@ -261,6 +261,7 @@ fn write_benchmarks_md(results: &[Value], quick: bool, wall: f64) -> Res<String>
                     "apps_mcp",
                     "mcp",
                     "apps_mcp_2026",
+                    "bare_proxy",
                     "direct_stdio",
                     "gateway",
                     "gateway_session",
