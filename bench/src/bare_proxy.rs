@@ -1,7 +1,8 @@
 //! The floor of any proxy process: `bench bare-proxy LISTEN UPSTREAM` forwards each HTTP/1
 //! request's method, body and MCP headers to `UPSTREAM` and the answer back, with hyper's server
-//! and pooled client on the same two-worker runtime the gateway uses, and nothing else: no
-//! parse, no auth, no routing, no metrics. `bench proxy` runs it beside the gateway so the
+//! and pooled client on a runtime of as many workers as the gateway's (half the cores, at least
+//! one: `gateway-host/src/serve.rs` `worker_threads`), and nothing else: no parse, no auth, no
+//! routing, no metrics. `bench proxy` runs it beside the gateway so the
 //! gateway's cost reads against what two HTTP exchanges in a separate process cost on this
 //! machine, in the same run.
 
@@ -37,7 +38,7 @@ pub fn main(listen: &str, upstream: &str) -> ! {
         std::process::exit(2)
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1)))
         .enable_all()
         .build()
         .expect("runtime");

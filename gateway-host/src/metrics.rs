@@ -179,6 +179,12 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    /// `sqlite` or `redis`.
+    store: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ParseLabels {
     /// `host` or `module`: which side of the module boundary parsed.
     side: &'static str,
@@ -217,6 +223,7 @@ pub struct Metrics {
     chat_sessions_active: Gauge,
     module_swaps: Family<OutcomeLabels, Counter>,
     json_parses: Family<ParseLabels, Counter>,
+    session_store_up: Family<StoreLabels, Gauge>,
     /// Registry keys of the apps seen (in events and app lists): the only `app` values a URL can
     /// produce.
     known_apps: RwLock<HashSet<String>>,
@@ -281,6 +288,12 @@ impl Metrics {
             "JSON parses on the message path of proxied requests (a debug counter, issue 40), by side of the module boundary and direction",
             json_parses.clone(),
         );
+        let session_store_up = Family::<StoreLabels, Gauge>::default();
+        registry.register(
+            "session_store_up",
+            "Whether the chat session store answers (1) or not (0): a shared store (Redis) is checked every 5 s and by /healthz",
+            session_store_up.clone(),
+        );
         // Series that exist from the start, so rates over them need no first event.
         for outcome in [TurnOutcome::Ok, TurnOutcome::Error, TurnOutcome::Cancelled] {
             let _ = chat_turns.get_or_create(&OutcomeLabels { outcome: outcome.as_str() });
@@ -300,6 +313,7 @@ impl Metrics {
             chat_sessions_active,
             module_swaps,
             json_parses,
+            session_store_up,
             known_apps: RwLock::new(HashSet::new()),
             has_run: Mutex::new(HashSet::new()),
             active_sessions: Mutex::new(HashMap::new()),
@@ -403,6 +417,11 @@ impl Metrics {
             }
         }
         self.chat_sessions_active.set(sessions.len() as i64);
+    }
+
+    /// Whether the session store of kind `store` answered its last check.
+    pub fn set_session_store_up(&self, store: &'static str, up: bool) {
+        self.session_store_up.get_or_create(&StoreLabels { store }).set(i64::from(up));
     }
 
     /// The metrics now, in the Prometheus text format ([`CONTENT_TYPE`]): the state families are

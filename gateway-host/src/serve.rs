@@ -94,6 +94,10 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
     let workspace = Arc::new(Workspace::open(settings.clone(), config.clone(), &data_dir(&settings))?);
     let module = create_module(&workspace.module_settings(), loaded)?;
     let state = Arc::new(GatewayState::new(module.clone(), settings, workspace, bound.clone(), sandbox_bound.clone())?);
+    // A replica that cannot reach the store its peers share would serve split state: it does not
+    // start, and says which store (the URL without its password) and why.
+    state.store_health.check().await.map_err(|why| format!("the chat session store is not reachable at startup: {why}"))?;
+    state.store_health.watch(state.shutdown.child_token());
     state.tools.follow_module();
     let router = http::router(state.clone());
     let own = http::sandbox::OwnOrigins::new(

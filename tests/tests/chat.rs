@@ -1236,3 +1236,97 @@ fn initialize_era_mcp_sessions_are_served_by_either_replica() {
         assert_eq!(status, 404, "{path}: the ended session is still served by B");
     }
 }
+
+/// A `redis-server` of the test's own on `port` (no persistence), killed on drop.
+struct OwnRedis(std::process::Child);
+
+impl OwnRedis {
+    fn start(port: u16) -> OwnRedis {
+        let child = std::process::Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server (scripts/test.sh installs it)");
+        let up = wait_until(secs(10), Duration::from_millis(50), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+        assert!(up, "redis-server never listened on {port}");
+        OwnRedis(child)
+    }
+
+    fn keys(port: u16, pattern: &str) -> Vec<String> {
+        let out = std::process::Command::new("redis-cli").args(["-p", &port.to_string(), "--scan", "--pattern", pattern]).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).filter(|l| !l.is_empty()).collect()
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Issue 42: a replica that cannot reach its Redis does not start, and says which Redis (the URL
+/// without its password) and why.
+#[test]
+fn a_replica_whose_redis_does_not_answer_refuses_to_start_naming_it_without_the_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut config = chat_config(dir.path(), agent("http://127.0.0.1:9/v1"));
+    config["Sessions"] = json!({ "Store": "redis", "RedisUrl": format!("redis://:s3cret-pw@127.0.0.1:{port}/") });
+    let refused = GatewayProcess::try_start_with(GatewayOptions {
+        config,
+        config_dir: Some(dir.path().to_path_buf()),
+        env: vec![(API_KEY_ENV.to_string(), API_KEY.to_string())],
+        ..Default::default()
+    });
+    let output = match refused {
+        Ok(gw) => panic!("the gateway started without its Redis\n{}", gw.logs()),
+        Err(output) => output,
+    };
+    assert!(output.contains("the chat session store is not reachable at startup"), "{output}");
+    assert!(output.contains(&format!("redis://:***@127.0.0.1:{port}/")), "names the URL: {output}");
+    assert!(!output.contains("s3cret-pw"), "never the password: {output}");
+}
+
+/// Issue 42: Redis restarted under a running replica. While it is away `/healthz`, the metrics
+/// and the log say so; when it is back the replica serves again without restarting. Its keys live under `Sessions.RedisKeyPrefix`.
+#[test]
+fn a_redis_restart_is_reported_while_it_lasts_and_the_replica_recovers() {
+    let port = free_port();
+    let redis = OwnRedis::start(port);
+    let llm = ScriptedLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = format!("e2e-{}-{port}:", std::process::id());
+    let mut config = chat_config(dir.path(), agent(&llm.base_url()));
+    config["Sessions"] = json!({ "Store": "redis", "RedisUrl": format!("redis://127.0.0.1:{port}/"), "RedisKeyPrefix": prefix, "LockLeaseSeconds": 3 });
+    let mut gw = start_gateway(dir.path(), config);
+    let (status, health) = gw.get_json("/healthz");
+    assert_eq!((status, &health["sessions"]), (200, &json!({ "store": "redis", "up": true })), "{health}");
+
+    llm.push(Reply::text(["before the outage"]));
+    good_turn(&gw, json!({ "message": "first", "sessionId": "outage" }));
+    let keys = OwnRedis::keys(port, "*");
+    assert!(!keys.is_empty() && keys.iter().all(|k| k.starts_with(&prefix)), "every key under the prefix {prefix}: {keys:?}");
+
+    drop(redis);
+    let reported = wait_until(secs(15), Duration::from_millis(200), || {
+        let (status, health) = gw.get_json("/healthz");
+        status == 200 && health["sessions"]["up"] == false
+    });
+    assert!(reported, "/healthz never reported the outage: {}\n{}", gw.get_json("/healthz").1, gw.logs());
+    let (_, health) = gw.get_json("/healthz");
+    assert!(health["sessions"]["error"].as_str().unwrap_or_default().contains(&format!("redis://127.0.0.1:{port}/")), "{health}");
+    let metrics = gw.get("/metrics").1;
+    assert!(metrics.contains("gateway_session_store_up{store=\"redis\"} 0"), "{metrics}");
+    assert!(gw.wait_for_log("the chat session store does not answer", secs(10)), "{}", gw.logs());
+
+    let _redis = OwnRedis::start(port);
+    let back = wait_until(secs(30), Duration::from_millis(200), || gw.get_json("/healthz").1["sessions"]["up"] == true);
+    assert!(back, "/healthz never saw Redis back: {}\n{}", gw.get_json("/healthz").1, gw.logs());
+    assert!(gw.get("/metrics").1.contains("gateway_session_store_up{store=\"redis\"} 1"));
+    assert!(gw.wait_for_log("answers again", secs(10)), "{}", gw.logs());
+    llm.push(Reply::text(["after the outage"]));
+    good_turn(&gw, json!({ "message": "second", "sessionId": "after" }));
+    assert_eq!(session(&gw, "after")["turns"], 1);
+    assert!(gw.is_running(), "the replica never restarted");
+}

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod provider;
 pub mod store;
+pub mod store_health;
 pub mod store_redis;
 pub mod store_sqlite;
 
@@ -13,7 +14,8 @@ use crate::config::settings::Settings;
 use store::{SessionStore, StoreError};
 
 /// The session store the configuration asks for: `Sessions.Store` = `"sqlite"` (default; the file
-/// `sessions.db` under the data folder) or `"redis"` (`Sessions.RedisUrl`).
+/// `sessions.db` under the data folder) or `"redis"` (`Sessions.RedisUrl`, its keys under
+/// `Sessions.RedisKeyPrefix`, by default `gateway:chat:`).
 pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreError> {
     let kind = settings.get_str("Sessions:Store").unwrap_or_else(|| "sqlite".to_string());
     match kind.to_ascii_lowercase().as_str() {
@@ -30,7 +32,14 @@ pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreErr
                     30
                 }),
             };
-            Ok(Arc::new(store_redis::RedisStore::open(&url, std::time::Duration::from_secs(lease))?))
+            let mut store = store_redis::RedisStore::open(&url, std::time::Duration::from_secs(lease))?;
+            if let Some(prefix) = settings.get_str("Sessions:RedisKeyPrefix") {
+                if prefix.is_empty() {
+                    return Err(StoreError::Backend { store: "config", message: "Sessions.RedisKeyPrefix must not be empty (leave it out for the default)".into() });
+                }
+                store = store.with_key_prefix(prefix);
+            }
+            Ok(Arc::new(store))
         }
         other => Err(StoreError::Backend {
             store: "config",

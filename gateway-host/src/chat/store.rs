@@ -115,6 +115,13 @@ pub trait SessionStore: Send + Sync {
         Box::pin(std::future::ready(Ok(false)))
     }
 
+    /// Whether the store answers now: an error naming what is wrong (for Redis, the URL without
+    /// its password). Asked once at startup (a replica that cannot reach its shared store does
+    /// not start) and by `/healthz` and the metrics while it runs ([`super::store_health`]).
+    fn check(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// Whether other replicas share this store (then `/apps/mcp` and `/mcp` keep their
     /// initialize-era MCP sessions in it too, so any replica serves any session).
     fn is_shared(&self) -> bool {

@@ -87,12 +87,30 @@ fn backend(message: impl std::fmt::Display) -> StoreError {
     StoreError::Backend { store: "redis", message: message.to_string() }
 }
 
+/// `url` with the password of its user info (if any) replaced by `***`.
+pub fn without_password(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return url.to_string() };
+    let authority_end = url[scheme_end..].find(['/', '?', '#']).map_or(url.len(), |i| scheme_end + i);
+    let Some(at) = url[scheme_end..authority_end].rfind('@').map(|i| scheme_end + i) else { return url.to_string() };
+    let user_info = &url[scheme_end..at];
+    let shown = match user_info.split_once(':') {
+        Some((user, _)) => format!("{user}:***"),
+        None => "***".to_string(),
+    };
+    format!("{}{shown}{}", &url[..scheme_end], &url[at..])
+}
+
 fn redis_err(e: redis::RedisError) -> StoreError {
     backend(e)
 }
 
+/// How long a health check waits for Redis.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
+
 pub struct RedisStore {
     client: redis::Client,
+    /// The URL as logs and errors show it: without its password.
+    shown_url: String,
     conn: tokio::sync::OnceCell<ConnectionManager>,
     lease: Duration,
     prefix: String,
@@ -112,6 +130,7 @@ impl RedisStore {
         }
         Ok(RedisStore {
             client,
+            shown_url: without_password(url),
             conn: tokio::sync::OnceCell::new(),
             lease,
             prefix: DEFAULT_KEY_PREFIX.to_string(),
@@ -123,9 +142,8 @@ impl RedisStore {
         })
     }
 
-    /// Keys under another prefix: several gateways sharing one Redis (a `Sessions.RedisKeyPrefix`
-    /// setting, if one is wanted), tests.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// Keys under another prefix (`Sessions.RedisKeyPrefix`): several gateways sharing one Redis
+    /// without sharing sessions, tests.
     pub fn with_key_prefix(mut self, prefix: impl Into<String>) -> RedisStore {
         self.prefix = prefix.into();
         self
@@ -136,12 +154,25 @@ impl RedisStore {
         self.lease
     }
 
-    /// Connects (when not yet connected) and pings the server: for a start-up check.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub async fn check(&self) -> Result<(), StoreError> {
-        let mut conn = self.conn().await?;
-        redis::cmd("PING").query_async::<String>(&mut conn).await.map_err(redis_err)?;
-        Ok(())
+    /// Connects (when not yet connected) and pings the server, within [`CHECK_TIMEOUT`]; an error
+    /// names the URL without its password.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        let ping = async {
+            let mut conn = self.conn().await?;
+            redis::cmd("PING").query_async::<String>(&mut conn).await.map_err(redis_err)?;
+            Ok::<(), StoreError>(())
+        };
+        let outcome = match tokio::time::timeout(CHECK_TIMEOUT, ping).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(backend(format!("no answer within {} s", CHECK_TIMEOUT.as_secs()))),
+        };
+        outcome.map_err(|e| {
+            let why = match e {
+                StoreError::Backend { message, .. } => message,
+                other => other.to_string(),
+            };
+            backend(format!("Sessions.RedisUrl {}: {why}", self.shown_url))
+        })
     }
 
     /// The shared connection, made on first use. A failed attempt is retried by the next call.
@@ -321,6 +352,10 @@ impl SessionStore for RedisStore {
 
     fn is_shared(&self) -> bool {
         true
+    }
+
+    fn check(&self) -> BoxFuture<'_, Result<(), StoreError>> {
+        Box::pin(self.ping())
     }
 
     fn mcp_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
@@ -545,6 +580,15 @@ mod tests {
         if !keys.is_empty() {
             let _: i64 = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await.unwrap();
         }
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        assert_eq!(without_password("redis://:s3cret@db:6379/0"), "redis://:***@db:6379/0");
+        assert_eq!(without_password("rediss://app:s3cret@db.example:6380"), "rediss://app:***@db.example:6380");
+        assert_eq!(without_password("redis://tokenonly@db/"), "redis://***@db/");
+        assert_eq!(without_password("redis://127.0.0.1:6379/"), "redis://127.0.0.1:6379/");
+        assert_eq!(without_password("not a url"), "not a url");
     }
 
     #[test]

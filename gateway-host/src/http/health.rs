@@ -15,8 +15,19 @@ use super::GatewayState;
 
 /// `GET /healthz`: the gateway is up and which module it runs. Never calls into the module's
 /// runtime, so it answers even when the module is busy or misbehaving.
+///
+/// `sessions` says whether the chat session store answers (`up`, and the store's error while a
+/// shared store does not). The status stays 200 meanwhile: this is the process's liveness, and
+/// the replicas share that store, so taking one out would not help; the outage shows here, in
+/// the metric `gateway_session_store_up` and in the log.
 pub async fn healthz(State(state): State<Arc<GatewayState>>) -> Json<Value> {
-    Json(json!({ "ok": true, "module": state.module.summary(), "swaps": state.module.swap_history() }))
+    let store = state.store_health.check().await;
+    Json(json!({
+        "ok": true,
+        "module": state.module.summary(),
+        "swaps": state.module.swap_history(),
+        "sessions": state.store_health.report(&store),
+    }))
 }
 
 /// `GET /apps/health` (R31): the anchor-compatible summary (`ok`, `name`, `mcp`, `sandbox`) and

@@ -69,6 +69,8 @@ pub struct GatewayState {
     pub pass_through: mcp::pass_through::PassThrough,
     /// What `GET /metrics` reports; the registry, the chat and `/apps/mcp` count into it.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// Whether the chat session store answers (`/healthz`, the metrics).
+    pub store_health: Arc<crate::chat::store_health::StoreHealth>,
     /// The resources held at the apps for the clients of both MCP endpoints.
     resource_holds: Arc<mcp::resource_holds::ResourceHolds>,
 }
@@ -98,6 +100,7 @@ impl GatewayState {
             tracing::info!("Chat agent: {why}");
         }
         let shared_sessions = mcp::mcp_sessions::for_store(&store);
+        let store_health = crate::chat::store_health::StoreHealth::new(store.clone(), metrics.clone());
         let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider, metrics.clone()));
         let shutdown = CancellationToken::new();
         let resource_holds = mcp::resource_holds::ResourceHolds::new(module.clone());
@@ -124,6 +127,7 @@ impl GatewayState {
             apps_mcp,
             pass_through,
             metrics,
+            store_health,
             resource_holds,
         })
     }
