@@ -17,6 +17,7 @@ command -v chromium >/dev/null 2>&1 || apt_needed+=(chromium)
 command -v node >/dev/null 2>&1 || apt_needed+=(nodejs npm)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || apt_needed+=(python3-venv)
 command -v redis-server >/dev/null 2>&1 || apt_needed+=(redis-server)
+command -v openssl >/dev/null 2>&1 || apt_needed+=(openssl) # the TLS Redis test's certificates
 if [ ${#apt_needed[@]} -gt 0 ]; then
   log "installing ${apt_needed[*]}"
   export DEBIAN_FRONTEND=noninteractive

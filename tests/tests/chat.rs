@@ -1330,3 +1330,64 @@ fn a_redis_restart_is_reported_while_it_lasts_and_the_replica_recovers() {
     assert_eq!(session(&gw, "after")["turns"], 1);
     assert!(gw.is_running(), "the replica never restarted");
 }
+
+/// A CA and a server certificate for 127.0.0.1, made with `openssl` into `dir`: (CA PEM path,
+/// server certificate, server key).
+fn tls_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new("openssl").args(args).current_dir(dir).output().expect("openssl (scripts/test.sh installs it)");
+        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    run(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=e2e-test-ca"]);
+    run(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr", "-subj", "/CN=127.0.0.1"]);
+    std::fs::write(dir.join("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost").unwrap();
+    run(&["x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "srv.crt", "-days", "2", "-extfile", "ext"]);
+    (dir.join("ca.crt"), dir.join("srv.crt"), dir.join("srv.key"))
+}
+
+/// Issue 42: Redis over TLS (`rediss://`), verified against `Sessions.RedisCaFile`: a replica
+/// serves its sessions through it; without the CA (the system's roots do not know it) the
+/// replica refuses to start, naming the URL.
+#[test]
+fn a_replica_reaches_redis_over_tls_verified_against_its_ca() {
+    let certs = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = tls_certificates(certs.path());
+    let port = free_port();
+    let mut server = std::process::Command::new("redis-server")
+        .args(["--port", "0", "--tls-port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--tls-auth-clients", "no"])
+        .arg("--tls-cert-file").arg(&cert)
+        .arg("--tls-key-file").arg(&key)
+        .arg("--tls-ca-cert-file").arg(&ca)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("redis-server");
+    assert!(wait_until(secs(10), Duration::from_millis(50), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()), "no TLS redis-server");
+    let url = format!("rediss://127.0.0.1:{port}/");
+
+    let llm = ScriptedLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = chat_config(dir.path(), agent(&llm.base_url()));
+    config["Sessions"] = json!({ "Store": "redis", "RedisUrl": url, "RedisCaFile": ca, "LockLeaseSeconds": 3 });
+    let gw = start_gateway(dir.path(), config.clone());
+    assert_eq!(gw.get_json("/healthz").1["sessions"], json!({ "store": "redis", "up": true }));
+    llm.push(Reply::text(["over TLS"]));
+    good_turn(&gw, json!({ "message": "hello", "sessionId": "tls" }));
+    assert_eq!(session(&gw, "tls")["turns"], 1);
+    drop(gw);
+
+    let other = tempfile::tempdir().unwrap();
+    config["Sessions"]["RedisCaFile"] = Value::Null;
+    let refused = GatewayProcess::try_start_with(GatewayOptions {
+        config,
+        config_dir: Some(other.path().to_path_buf()),
+        env: vec![(API_KEY_ENV.to_string(), API_KEY.to_string())],
+        ..Default::default()
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    let output = match refused {
+        Ok(gw) => panic!("the gateway trusted a certificate no root it knows signed\n{}", gw.logs()),
+        Err(output) => output,
+    };
+    assert!(output.contains("the chat session store is not reachable at startup") && output.contains(&url), "{output}");
+}

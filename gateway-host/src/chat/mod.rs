@@ -15,7 +15,8 @@ use store::{SessionStore, StoreError};
 
 /// The session store the configuration asks for: `Sessions.Store` = `"sqlite"` (default; the file
 /// `sessions.db` under the data folder) or `"redis"` (`Sessions.RedisUrl`, its keys under
-/// `Sessions.RedisKeyPrefix`, by default `gateway:chat:`).
+/// `Sessions.RedisKeyPrefix`, by default `gateway:chat:`; a `rediss://` URL verified against
+/// `Sessions.RedisCaFile` when set).
 pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreError> {
     let kind = settings.get_str("Sessions:Store").unwrap_or_else(|| "sqlite".to_string());
     match kind.to_ascii_lowercase().as_str() {
@@ -32,7 +33,17 @@ pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreErr
                     30
                 }),
             };
-            let mut store = store_redis::RedisStore::open(&url, std::time::Duration::from_secs(lease))?;
+            let ca_pem = match settings.get_str("Sessions:RedisCaFile") {
+                None => None,
+                Some(file) => {
+                    let path = settings.resolve_path(&file);
+                    Some(std::fs::read(&path).map_err(|e| StoreError::Backend {
+                        store: "config",
+                        message: format!("Sessions.RedisCaFile {}: {e}", path.display()),
+                    })?)
+                }
+            };
+            let mut store = store_redis::RedisStore::open(&url, std::time::Duration::from_secs(lease), ca_pem)?;
             if let Some(prefix) = settings.get_str("Sessions:RedisKeyPrefix") {
                 if prefix.is_empty() {
                     return Err(StoreError::Backend { store: "config", message: "Sessions.RedisKeyPrefix must not be empty (leave it out for the default)".into() });

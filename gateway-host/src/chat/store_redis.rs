@@ -122,15 +122,27 @@ pub struct RedisStore {
 }
 
 impl RedisStore {
-    /// Checks the URL and the lease; connects on first use (see [`RedisStore::check`]).
-    pub fn open(url: &str, lease: Duration) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| backend(format!("Sessions.RedisUrl is not usable: {e}")))?;
+    /// Checks the URL and the lease; connects on first use (see [`RedisStore::ping`]). A
+    /// `rediss://` URL is TLS, verified against the system's roots, or against `ca_pem` (the PEM
+    /// of `Sessions.RedisCaFile`) alone when given.
+    pub fn open(url: &str, lease: Duration, ca_pem: Option<Vec<u8>>) -> Result<RedisStore, StoreError> {
+        let shown_url = without_password(url);
+        let client = match ca_pem {
+            None => redis::Client::open(url),
+            Some(pem) => {
+                if !url.starts_with("rediss://") {
+                    return Err(backend(format!("Sessions.RedisCaFile is set but Sessions.RedisUrl {shown_url} is not TLS (rediss://)")));
+                }
+                redis::Client::build_with_tls(url, redis::TlsCertificates { client_tls: None, root_cert: Some(pem) })
+            }
+        }
+        .map_err(|e| backend(format!("Sessions.RedisUrl {shown_url} is not usable: {e}")))?;
         if lease < Duration::from_millis(100) {
             return Err(backend("Sessions.LockLeaseSeconds must be at least 1"));
         }
         Ok(RedisStore {
             client,
-            shown_url: without_password(url),
+            shown_url,
             conn: tokio::sync::OnceCell::new(),
             lease,
             prefix: DEFAULT_KEY_PREFIX.to_string(),
@@ -567,7 +579,7 @@ mod tests {
 
     /// A store whose keys no other test (or earlier run) uses.
     fn store(url: &str, lease: Duration, prefix: &str) -> RedisStore {
-        RedisStore::open(url, lease).unwrap().with_key_prefix(prefix)
+        RedisStore::open(url, lease, None).unwrap().with_key_prefix(prefix)
     }
 
     fn prefix() -> String {
@@ -593,18 +605,18 @@ mod tests {
 
     #[test]
     fn open_checks_url_and_lease() {
-        assert!(RedisStore::open("not a url", Duration::from_secs(30)).is_err());
-        let err = RedisStore::open("redis://127.0.0.1:1/", Duration::ZERO).err().unwrap().to_string();
+        assert!(RedisStore::open("not a url", Duration::from_secs(30), None).is_err());
+        let err = RedisStore::open("redis://127.0.0.1:1/", Duration::ZERO, None).err().unwrap().to_string();
         assert!(err.contains("LockLeaseSeconds"), "{err}");
         // No runtime and no server needed to open.
-        let store = RedisStore::open("redis://127.0.0.1:1/", Duration::from_secs(30)).unwrap();
+        let store = RedisStore::open("redis://127.0.0.1:1/", Duration::from_secs(30), None).unwrap();
         assert_eq!((store.kind(), store.lease()), ("redis", Duration::from_secs(30)));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn redis_unreachable_is_an_error_not_a_hang() {
         // Port 1 on loopback: nothing listens there.
-        let store = RedisStore::open("redis://127.0.0.1:1/", Duration::from_secs(30)).unwrap();
+        let store = RedisStore::open("redis://127.0.0.1:1/", Duration::from_secs(30), None).unwrap();
         let started = Instant::now();
         let err = store.list().await.expect_err("no server").to_string();
         assert!(err.contains("redis"), "{err}");

@@ -149,7 +149,7 @@ pub const CONFIGURATION: Key = Section(&[
         ]),
     ),
     // chat/mod.rs
-    ("Sessions", Section(&[("Store", V), ("RedisUrl", V), ("RedisKeyPrefix", V), ("LockLeaseSeconds", V)])),
+    ("Sessions", Section(&[("Store", V), ("RedisUrl", V), ("RedisKeyPrefix", V), ("RedisCaFile", V), ("LockLeaseSeconds", V)])),
     // tools/preference.rs
     ("Tools", Section(&[("Preference", V)])),
     // logging.rs
