@@ -44,6 +44,7 @@ pub const MAX_ID_LEN: usize = 128;
 
 /// Every field the manifest format defines; anything else is ignored with a debug log.
 const KNOWN_FIELDS: &[&str] = &[
+    "permissions",
     "id",
     "name",
     "description",
@@ -196,6 +197,8 @@ pub struct Manifest {
     pub capabilities: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// What the app may reach (SPEC R48; `apps/permissions.rs`).
+    pub permissions: crate::apps::permissions::Permissions,
     /// Where the manifest was read from; relative `command`/`workingDirectory` resolve against its
     /// folder. Not part of the JSON format.
     #[serde(skip)]
@@ -232,6 +235,7 @@ impl Default for Manifest {
             tags: Vec::new(),
             capabilities: vec!["tools".to_string()],
             metadata: None,
+            permissions: Default::default(),
             manifest_path: PathBuf::new(),
         }
     }
@@ -371,6 +375,10 @@ impl Manifest {
             tags: r.string_list("tags").unwrap_or_default(),
             capabilities: r.string_list("capabilities").unwrap_or(defaults.capabilities),
             metadata: r.object("metadata"),
+            permissions: r
+                .get("permissions")
+                .map(|v| crate::apps::permissions::Permissions::parse(v, "permissions", &mut r.errors))
+                .unwrap_or_default(),
             manifest_path: manifest_path.to_path_buf(),
             id,
         };
@@ -521,6 +529,7 @@ impl Manifest {
             arguments: self.arguments.clone(),
             working_dir: self.resolved_working_dir(),
             environment: self.environment.clone(),
+            confinement: None,
         }
     }
 

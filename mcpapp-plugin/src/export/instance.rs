@@ -130,7 +130,20 @@ impl Instance {
         } else {
             "this module sends the requests to HTTP apps (the host does not offer HostSink::http_post)"
         };
+        let data_dir = std::path::PathBuf::from(config.data_dir.as_str());
+        let sandbox = crate::apps::permissions::Sandbox::from_config(&config_value, &config_dir, &data_dir, &apps_config.discovery_paths);
+        for e in &sandbox.errors {
+            tracing::warn!("{}: {}", e.field, e.message);
+        }
+        tracing::info!(
+            mode = sandbox.mode.as_str(),
+            landlock_abi = sandbox.landlock_abi,
+            "apps are confined: Sandbox.Mode {}, Landlock ABI {}",
+            sandbox.mode.as_str(),
+            sandbox.landlock_abi
+        );
         let ctx = Arc::new(AppContext {
+            sandbox: Arc::new(sandbox),
             tasks: runtime.tasks().clone(),
             faults: faults.clone(),
             events: EventSink::new(host),
