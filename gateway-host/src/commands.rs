@@ -57,6 +57,9 @@ pub fn validate(config: Option<&Path>, module: Option<&Path>, paths: &[String], 
         for w in &r.warnings {
             println!("  warning: {w}");
         }
+        if let Some(c) = r.rest.get("confinement").filter(|c| !c.is_null()) {
+            println!("  confinement: {}", confinement_summary(c));
+        }
     }
     let invalid = results.iter().filter(|r| !r.valid).count();
     println!("{} manifest(s) checked, {invalid} invalid", results.len());
@@ -103,6 +106,11 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
         })
         .collect();
     print_table(&rows);
+    for a in &report.apps {
+        if let Some(c) = a.rest.get("confinement").filter(|c| !c.is_null()) {
+            println!("confinement of {}: {}", a.key, confinement_summary(c));
+        }
+    }
     for s in &report.skipped {
         println!("skipped {}: {}", s.path, s.reason);
     }
@@ -111,6 +119,48 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
     }
     println!("{} app(s) discovered", rows.len());
     Ok(())
+}
+
+/// One line for an app's effective confinement (SPEC R48), from the module's report of it
+/// (`apps/permissions.rs`): the mode, what it may read and write, its network and limits.
+pub fn confinement_summary(c: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    if let Some(why) = c.get("refused").and_then(Value::as_str) {
+        return format!("refused: {why}");
+    }
+    if c.get("confined").and_then(Value::as_bool) != Some(true) {
+        let reason = c.get("reason").map(text).unwrap_or_default();
+        return format!("none (Sandbox.Mode {}){}", text(&c["mode"]), if reason.is_empty() { String::new() } else { format!(": {reason}") });
+    }
+    let list = |v: &Value| v.as_array().map(|a| a.iter().map(text).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+    let fs = &c["filesystem"];
+    let limits = &c["limits"];
+    let limit = |k: &str, unit: &str| match limits.get(k).and_then(Value::as_u64) {
+        Some(n) => format!("{n}{unit}"),
+        None => "unlimited".to_string(),
+    };
+    let mut line = format!(
+        "{} (Landlock ABI {}); read+exec: {}; read+write: {}; network: {}; limits: memory {}, processes {}, open files {}, CPU {}; seccomp denies {} calls",
+        text(&c["mode"]),
+        c["landlockAbi"].as_i64().unwrap_or(0),
+        list(&fs["read"]),
+        list(&fs["write"]),
+        text(&c["network"]),
+        limit("memoryMb", " MiB"),
+        limit("processes", ""),
+        limit("openFiles", ""),
+        limit("cpuSeconds", " s"),
+        c["seccompDenied"].as_array().map_or(0, Vec::len),
+    );
+    let denied = list(&fs["denied"]);
+    if !denied.is_empty() {
+        line.push_str(&format!("; not granted: {denied}"));
+    }
+    let notes = list(&c["notes"]);
+    if !notes.is_empty() {
+        line.push_str(&format!("; {notes}"));
+    }
+    line
 }
 
 /// The table of `apps`: one row per app, the last column unpadded.
@@ -207,6 +257,9 @@ pub fn apps_live(config: Option<&Path>, url: &str, token: Option<String>, json: 
         })
         .collect();
     print_table(&rows);
+    for e in entries.iter().filter(|e| !e.confinement.is_null()) {
+        println!("confinement of {}: {}", e.key, confinement_summary(&e.confinement));
+    }
     println!("{} app(s) at {base}", rows.len());
     Ok(())
 }
@@ -238,6 +291,7 @@ struct LiveApp {
     /// `field: message`.
     validation_errors: Vec<String>,
     mcp: Option<String>,
+    confinement: Value,
 }
 
 /// One app of `apps --url --json`: the offline report's fields (`key`, `state`,
@@ -258,6 +312,7 @@ struct LiveEntry {
     has_ui: bool,
     ui_resource_uri: Option<String>,
     mcp: Option<String>,
+    confinement: Value,
 }
 
 #[derive(Serialize)]
@@ -290,6 +345,7 @@ impl From<LiveApp> for LiveEntry {
             has_ui: a.has_ui,
             ui_resource_uri: a.ui_resource_uri,
             mcp: a.mcp,
+            confinement: a.confinement,
         }
     }
 }

@@ -225,6 +225,8 @@ impl AppServer {
                     }
                 }
                 if let Some(dir) = &effective.data_dir {
+                    permissions::create_private_dir(dir)
+                        .map_err(|e| UpstreamError::Connect(format!("cannot create its data folder {}: {e}", dir.display())))?;
                     permissions::data_environment(&mut launch.environment, dir);
                 }
                 launch.confinement = effective.confine;

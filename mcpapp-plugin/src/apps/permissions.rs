@@ -417,9 +417,6 @@ pub fn effective(manifest: &Manifest, sandbox: &Sandbox) -> Result<Effective, St
     let mut write: Vec<PathBuf> = Vec::new();
     let app_dir = absolute(manifest.manifest_dir());
     let data_dir = sandbox.app_data_dir(&manifest.id);
-    if let Err(e) = create_private_dir(&data_dir) {
-        notes.push(format!("cannot create the data folder {}: {e}", data_dir.display()));
-    }
     read.push(app_dir.clone());
     // The program and the packages of the files its arguments name.
     let program = manifest.resolved_command().and_then(|c| {
@@ -563,7 +560,8 @@ fn forbidden(p: &Path, sandbox: &Sandbox, app_dir: &Path, own_data: &Path) -> Op
     None
 }
 
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+/// Makes an app's data folder (owner only) before its launch.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
 }
