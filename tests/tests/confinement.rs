@@ -1,0 +1,267 @@
+//! Apps confined to what they declare (SPEC R48, issue 41): the real gateway, the real module and
+//! test-app's `escape` tool, which tries each escape with real system calls and reports what the
+//! kernel answered. The same attempts with `Sandbox.Mode` off succeed, so each refusal is the
+//! confinement's doing (the tests run as a user the files' modes would not stop).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gateway_e2e::{run_gateway, wait_until, GatewayOptions, GatewayProcess};
+use serde_json::{json, Value};
+use support::*;
+
+/// A secret file in the user's home, removed when dropped.
+struct HomeSecret(PathBuf);
+
+impl HomeSecret {
+    fn new() -> HomeSecret {
+        let home = PathBuf::from(std::env::var("HOME").expect("HOME"));
+        let path = home.join(format!(".mcpapp-confinement-secret-{}", std::process::id()));
+        std::fs::write(&path, "the user's secret").unwrap();
+        HomeSecret(path)
+    }
+}
+
+impl Drop for HomeSecret {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+struct Setup {
+    _root: tempfile::TempDir,
+    cfg: PathBuf,
+    apps: PathBuf,
+    declared: PathBuf,
+    pid_file: PathBuf,
+}
+
+/// A configuration folder with the escaper app (declaring one folder and one port) and another
+/// app whose folder holds a secret.
+fn setup(declared_port: u16, sandbox: Value) -> Setup {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = root.path().join("cfg");
+    let apps = cfg.join("apps");
+    let declared = root.path().join("declared");
+    std::fs::create_dir_all(&declared).unwrap();
+    std::fs::write(declared.join("note.txt"), "a declared file").unwrap();
+    let pid_file = root.path().join("pids/escaper.pid");
+    let mut escaper = stdio_app("escaper", &["--escape-tool", "--pid-file", pid_file.to_str().unwrap()]);
+    escaper["permissions"]["filesystem"]["read"] = json!([declared]);
+    escaper["permissions"]["network"] = json!([format!("127.0.0.1:{declared_port}")]);
+    escaper["permissions"]["limits"] = json!({ "memoryMb": 256, "processes": 64 });
+    escaper["requestTimeoutSeconds"] = json!(60);
+    write_manifest(&apps, "escaper", &escaper);
+    let other = write_manifest(&apps, "other", &stdio_app("other", &[]));
+    std::fs::write(other.join("secret.txt"), "another app's secret").unwrap();
+    let config = json!({
+        "McpApps": { "Enabled": true, "DiscoveryPaths": ["./apps"], "Allow": ["*"] },
+        "Sandbox": sandbox,
+    });
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(cfg.join("appsettings.json"), serde_json::to_string_pretty(&config).unwrap()).unwrap();
+    Setup { _root: root, cfg, apps, declared, pid_file }
+}
+
+fn start(s: &Setup) -> GatewayProcess {
+    let gw = GatewayProcess::start_with(GatewayOptions { config_dir: Some(s.cfg.clone()), config: Value::Null, ..Default::default() });
+    assert!(
+        wait_until(Duration::from_secs(30), Duration::from_millis(100), || app_of(&gw, "escaper")["state"] == "running"
+            && app_of(&gw, "other")["state"] == "running"),
+        "{}",
+        gw.logs()
+    );
+    gw
+}
+
+fn app_of(gw: &GatewayProcess, id: &str) -> Value {
+    let (_, health) = gw.get_json("/apps/health");
+    health["apps"].as_array().into_iter().flatten().find(|a| a["id"] == id).cloned().unwrap_or(Value::Null)
+}
+
+fn escape(gw: &GatewayProcess, arguments: Value) -> Value {
+    let (status, answer) = gw.mcp_request("/apps/mcp/escaper", "tools/call", json!({ "name": "escape", "arguments": arguments }), json!({}));
+    assert_eq!(status, 200, "{answer}");
+    answer["result"]["structuredContent"].clone()
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+fn refused(v: &Value) -> bool {
+    v.as_str().is_some_and(|t| t.starts_with("refused: "))
+}
+
+fn ok(v: &Value) -> bool {
+    v.as_str().is_some_and(|t| t.starts_with("ok "))
+}
+
+#[test]
+fn each_escape_is_refused_and_what_the_app_declares_works() {
+    let declared_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let declared_port = declared_listener.local_addr().unwrap().port();
+    let undeclared_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let undeclared = format!("127.0.0.1:{}", undeclared_listener.local_addr().unwrap().port());
+    let secret = HomeSecret::new();
+    let setup = setup(declared_port, json!({}));
+    let gw = start(&setup);
+    let data = setup.cfg.join(".gateway-data");
+    assert!(
+        wait_until(Duration::from_secs(10), Duration::from_millis(50), || data.join("sessions.db").exists()),
+        "the gateway made its sessions.db"
+    );
+    let gateway_port = gw.base_url().rsplit(':').next().unwrap().to_string();
+    let own_data = data.join("apps/escaper");
+    let reads = [
+        s(&setup.cfg.join("appsettings.json")),
+        s(&data.join("sessions.db")),
+        s(&data),
+        s(&setup.apps.join("other/secret.txt")),
+        s(&setup.apps.join("other")),
+        s(&secret.0),
+        s(&gateway_e2e::module_lib()),
+    ];
+    let writes = [
+        s(&setup.cfg.join("escaped.txt")),
+        s(&setup.apps.join("other/escaped.txt")),
+        s(&setup.apps.join("escaper/escaped.txt")),
+        format!("/tmp/mcpapp-escaped-{}", std::process::id()),
+        s(&secret.0.with_extension("escaped")),
+    ];
+    let connects = [undeclared.clone(), format!("127.0.0.1:{gateway_port}")];
+    let report = escape(
+        &gw,
+        json!({
+            "read": reads.iter().chain([s(&setup.declared.join("note.txt")), s(&setup.apps.join("escaper/openclaw.mcpapp.json"))].iter()).collect::<Vec<_>>(),
+            "write": writes.iter().chain([s(&own_data.join("mine.txt"))].iter()).collect::<Vec<_>>(),
+            "connect": connects.iter().chain([format!("127.0.0.1:{declared_port}")].iter()).collect::<Vec<_>>(),
+            "fork": 1000,
+            "allocateMb": 512,
+            "ptraceParent": true,
+        }),
+    );
+    eprintln!("escape report: {report:#}");
+    for p in &reads {
+        assert!(refused(&report["read"][p]), "read {p}: {}", report["read"][p]);
+    }
+    for p in &writes {
+        assert!(refused(&report["write"][p]), "write {p}: {}", report["write"][p]);
+        assert!(!Path::new(p).exists(), "{p} was written");
+    }
+    for c in &connects {
+        assert!(refused(&report["connect"][c]), "connect {c}: {}", report["connect"][c]);
+    }
+    let fork = &report["fork"];
+    assert!(fork["started"].as_u64().unwrap() < 64, "{fork}");
+    assert!(refused(&fork["refused"]), "{fork}");
+    assert!(refused(&report["allocate"]), "{}", report["allocate"]);
+    assert!(refused(&report["ptrace"]), "{}", report["ptrace"]);
+    // What it declares works: its folder, the declared folder, its data folder, the declared port.
+    assert!(ok(&report["read"][s(&setup.declared.join("note.txt"))]), "{report}");
+    assert!(ok(&report["read"][s(&setup.apps.join("escaper/openclaw.mcpapp.json"))]), "{report}");
+    assert!(ok(&report["write"][s(&own_data.join("mine.txt"))]), "{report}");
+    assert!(ok(&report["connect"][format!("127.0.0.1:{declared_port}")]), "{report}");
+    // The kernel holds the app to it: no new privileges, a seccomp filter.
+    let pid = read_pid(&setup.pid_file, Duration::from_secs(5));
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    assert!(status.lines().any(|l| l.split_whitespace().eq(["NoNewPrivs:", "1"])), "{status}");
+    assert!(status.lines().any(|l| l.split_whitespace().eq(["Seccomp:", "2"])), "{status}");
+    // Still running after all that, and /apps/health shows its confinement.
+    let app = app_of(&gw, "escaper");
+    assert_eq!(app["state"], "running", "{app}");
+    let c = &app["confinement"];
+    assert_eq!(c["mode"], "enforce", "{c}");
+    assert_eq!(c["filesystem"]["write"][0], s(&std::fs::canonicalize(&own_data).unwrap()), "{c}");
+    assert_eq!(c["limits"]["memoryMb"], 256, "{c}");
+    drop(gw);
+
+    // The same attempts unconfined succeed: the refusals above were the confinement's.
+    let setup = self::setup(declared_port, json!({ "Mode": "off" }));
+    let gw = start(&setup);
+    let report = escape(&gw, json!({ "read": [s(&setup.cfg.join("appsettings.json")), s(&setup.apps.join("other/secret.txt")), s(&secret.0)], "connect": [undeclared] }));
+    for (kind, attempts) in report.as_object().unwrap() {
+        for (what, outcome) in attempts.as_object().unwrap() {
+            assert!(ok(outcome), "unconfined {kind} {what}: {outcome}");
+        }
+    }
+    assert_eq!(app_of(&gw, "escaper")["confinement"]["mode"], "off");
+}
+
+#[test]
+fn enforce_without_landlock_refuses_apps_and_warn_starts_them_with_one_warning() {
+    let setup = setup(9, json!({ "Mode": "enforce", "SimulateNoLandlock": true }));
+    let gw = GatewayProcess::start_with(GatewayOptions { config_dir: Some(setup.cfg.clone()), config: Value::Null, ..Default::default() });
+    assert!(
+        wait_until(Duration::from_secs(20), Duration::from_millis(100), || app_of(&gw, "escaper")["state"] == "failed"),
+        "{}",
+        gw.logs()
+    );
+    let app = app_of(&gw, "escaper");
+    let last_error = app["lastError"].as_str().unwrap_or_default();
+    assert!(last_error.contains("Sandbox.Mode is enforce but this kernel offers no Landlock"), "{app}");
+    assert!(last_error.contains("set Sandbox.Mode to warn"), "{app}");
+    assert!(app["confinement"]["refused"].as_str().is_some_and(|r| r.contains("no Landlock")), "{app}");
+    assert!(!setup.pid_file.exists() || std::fs::read_to_string(&setup.pid_file).unwrap().is_empty(), "the app never ran");
+    drop(gw);
+
+    let setup = self::setup(9, json!({ "Mode": "warn", "SimulateNoLandlock": true }));
+    let gw = start(&setup);
+    let warnings: Vec<String> =
+        gw.log_lines().into_iter().filter(|l| l.contains("starts without filesystem confinement") && l.contains("'escaper'")).collect();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let c = &app_of(&gw, "escaper")["confinement"];
+    assert_eq!(c["mode"], "warn", "{c}");
+    assert_eq!(c["landlockAbi"], 0, "{c}");
+    // Without Landlock the rest still holds: ptrace and the process limit.
+    let report = escape(&gw, json!({ "ptraceParent": true, "fork": 1000 }));
+    assert!(refused(&report["ptrace"]), "{report}");
+    assert!(report["fork"]["started"].as_u64().unwrap() < 64, "{report}");
+}
+
+#[test]
+fn crossing_the_cpu_limit_ends_the_app_with_an_error_naming_it() {
+    let setup = setup(9, json!({}));
+    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(setup.apps.join("escaper/openclaw.mcpapp.json")).unwrap()).unwrap();
+    manifest["permissions"]["limits"] = json!({ "cpuSeconds": 1 });
+    write_manifest(&setup.apps, "escaper", &manifest);
+    let gw = start(&setup);
+    let (_, answer) = gw.mcp_request("/apps/mcp/escaper", "tools/call", json!({ "name": "escape", "arguments": { "spinSeconds": 10 } }), json!({}));
+    assert!(answer.get("error").is_some() || answer["result"]["isError"] == true, "{answer}");
+    assert!(
+        wait_until(Duration::from_secs(20), Duration::from_millis(50), || {
+            app_of(&gw, "escaper")["lastError"].as_str().is_some_and(|e| e.contains("its CPU time limit (1 s) was reached"))
+        }),
+        "{}\n{}",
+        app_of(&gw, "escaper"),
+        gw.logs()
+    );
+}
+
+#[test]
+fn apps_and_validate_show_each_apps_confinement() {
+    let setup = setup(4242, json!({}));
+    let config = s(&setup.cfg.join("appsettings.json"));
+    let out = run_gateway(&["apps", "--config", &config], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let line = text.lines().find(|l| l.starts_with("confinement of escaper: ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("enforce (Landlock ABI"), "{line}");
+    assert!(line.contains("TCP connect to ports [4242] only"), "{line}");
+    assert!(line.contains("memory 256 MiB, processes 64"), "{line}");
+    assert!(line.contains(&s(&setup.declared)), "{line}");
+    let line = text.lines().find(|l| l.starts_with("confinement of other: ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("network: none (a network namespace of its own, no TCP)"), "{line}");
+
+    // validate: a declared path that would open the gateway's configuration is not granted.
+    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(setup.apps.join("escaper/openclaw.mcpapp.json")).unwrap()).unwrap();
+    manifest["permissions"]["filesystem"]["read"] = json!(["../..", "~"]);
+    let dir = write_manifest(&setup.apps, "escaper", &manifest);
+    let out = run_gateway(&["validate", "--config", &config, &s(&dir)], &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("warning: permissions.filesystem: ") && text.contains("would open the gateway's"), "{text}");
+    assert!(text.contains("  confinement: enforce (Landlock ABI"), "{text}");
+    assert!(text.contains("not granted: "), "{text}");
+}
