@@ -68,7 +68,7 @@ pub struct AppContext {
     /// The host, if it sends HTTP apps' requests for the module (`http_sender.rs`).
     pub host_http: Option<Arc<HostSinkBox>>,
     /// `Sandbox.*`: how apps' processes are confined (SPEC R48, `apps/permissions.rs`).
-    pub sandbox: Arc<crate::apps::permissions::Sandbox>,
+    pub sandbox: Arc<crate::apps::sandbox::Sandbox>,
 }
 
 /// Why a call to an app did not produce an answer.
@@ -211,13 +211,13 @@ impl AppServer {
     /// without Landlock). Standard `Plugins.Mcp` servers are not confined: they have no manifest
     /// to declare what they need.
     fn launch_of(&self, manifest: &Manifest) -> Result<crate::upstream::process::Launch, UpstreamError> {
-        use crate::apps::permissions;
+        use crate::apps::sandbox;
         let mut launch = manifest.launch();
         if self.kind != AppKind::App {
             *self.confinement.lock() = Some(json!({ "mode": "off", "confined": false, "reason": "a standard MCP server (Plugins.Mcp) declares no permissions" }));
             return Ok(launch);
         }
-        match permissions::effective(manifest, &self.ctx.sandbox) {
+        match sandbox::effective(manifest, &self.ctx.sandbox) {
             Ok(effective) => {
                 if let Some(warning) = effective.warning {
                     if !self.warned_unconfined.swap(true, Ordering::Relaxed) {
@@ -225,9 +225,9 @@ impl AppServer {
                     }
                 }
                 if let Some(dir) = &effective.data_dir {
-                    permissions::create_private_dir(dir)
+                    sandbox::create_private_dir(dir)
                         .map_err(|e| UpstreamError::Connect(format!("cannot create its data folder {}: {e}", dir.display())))?;
-                    permissions::data_environment(&mut launch.environment, dir);
+                    sandbox::data_environment(&mut launch.environment, dir);
                 }
                 launch.confinement = effective.confine;
                 *self.confinement.lock() = Some(effective.report);
@@ -827,7 +827,7 @@ impl AppServer {
         let catalog = self.catalog();
         let server = self.live().map(|l| l.session.server_info()).unwrap_or(Value::Null);
         let confinement = self.confinement.lock().clone().or_else(|| match (self.kind, st.manifest.as_ref()) {
-            (AppKind::App, Some(m)) => Some(crate::apps::permissions::report(m, &self.ctx.sandbox)),
+            (AppKind::App, Some(m)) => Some(crate::apps::sandbox::report(m, &self.ctx.sandbox)),
             _ => None,
         });
         json!({

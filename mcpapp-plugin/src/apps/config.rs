@@ -360,7 +360,9 @@ fn read_entry(obj: &Map<String, Value>, field: &str) -> EntryOverride {
         errors: Vec::new(),
     };
     if let Some(v) = r.value("Permissions") {
-        entry.permissions = Some(crate::apps::permissions::Permissions::parse(v, &format!("{field}.Permissions"), r.errors));
+        let (permissions, problems) = crate::apps::permissions::Permissions::parse(v, &format!("{field}.Permissions"));
+        r.errors.extend(problems.into_iter().map(|(field, message)| ValidationError::new(field, message)));
+        entry.permissions = Some(permissions);
     }
     warn_unknown_keys(
         obj,

@@ -377,7 +377,11 @@ impl Manifest {
             metadata: r.object("metadata"),
             permissions: r
                 .get("permissions")
-                .map(|v| crate::apps::permissions::Permissions::parse(v, "permissions", &mut r.errors))
+                .map(|v| {
+                    let (permissions, problems) = crate::apps::permissions::Permissions::parse(v, "permissions");
+                    r.errors.extend(problems.into_iter().map(|(field, message)| ValidationError::new(field, message)));
+                    permissions
+                })
                 .unwrap_or_default(),
             manifest_path: manifest_path.to_path_buf(),
             id,
@@ -959,26 +963,7 @@ fn compare_parsed(a: &[u64], b: &[u64]) -> Ordering {
 // Small helpers
 // ---------------------------------------------------------------------------------------------
 
-pub(crate) fn json_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Accepts JSON integers, and floats with no fractional part (some generators write `15.0`).
-pub(crate) fn json_to_u64(v: &Value) -> Option<u64> {
-    let n = v.as_number()?;
-    if let Some(u) = n.as_u64() {
-        return Some(u);
-    }
-    let f = n.as_f64()?;
-    (f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64).then_some(f as u64)
-}
+pub(crate) use crate::apps::json_values::{json_to_u64, json_type_name};
 
 /// serde_json appends " at line L column C"; the position is reported separately.
 fn strip_serde_position(msg: &str) -> String {
@@ -1174,7 +1159,7 @@ mod tests {
             "headers": [], "environment": "x", "hasUi": "true", "uiResourceUri": 1, "toolNamePrefix": 1,
             "startupTimeoutSeconds": "15", "requestTimeoutSeconds": -1, "healthCheckIntervalSeconds": "5",
             "tags": {}, "capabilities": 1,
-            "metadata": []
+            "metadata": [], "permissions": "all"
         });
         let parsed = parse(v);
         let got = fields(&parsed.errors);

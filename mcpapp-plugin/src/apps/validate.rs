@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::apps::discovery::find_manifest_files;
 use crate::apps::manifest::Manifest;
-use crate::apps::permissions::Sandbox;
+use crate::apps::sandbox::Sandbox;
 
 /// One JSON result per manifest: `{path, id, valid, errors: ["field: message"], warnings}`.
 pub fn validate_paths(paths: &[String], host_version: &str, sandbox: &Sandbox) -> Vec<Value> {
@@ -55,7 +55,7 @@ fn validate_file(path: &Path, host_version: &str, sandbox: &Sandbox) -> Value {
             if loaded.manifest.launches_process() {
                 // SPEC R48: what the app would be confined to; a declared path it will not be
                 // granted is a warning.
-                confinement = crate::apps::permissions::report(&loaded.manifest, sandbox);
+                confinement = crate::apps::sandbox::report(&loaded.manifest, sandbox);
                 for denied in confinement["filesystem"]["denied"].as_array().into_iter().flatten() {
                     warnings.push(format!("permissions.filesystem: {} is not granted", denied.as_str().unwrap_or_default()));
                 }

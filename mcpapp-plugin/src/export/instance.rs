@@ -46,7 +46,7 @@ pub struct Core {
     pub faults: Faults,
     pub host_version: String,
     /// `Sandbox.*` (SPEC R48).
-    pub sandbox: Arc<crate::apps::permissions::Sandbox>,
+    pub sandbox: Arc<crate::apps::sandbox::Sandbox>,
     /// Cancellation handles of calls in flight, by the host's call id.
     calls: Arc<Calls>,
     /// Tool-name clashes already logged.
@@ -133,7 +133,7 @@ impl Instance {
             "this module sends the requests to HTTP apps (the host does not offer HostSink::http_post)"
         };
         let data_dir = std::path::PathBuf::from(config.data_dir.as_str());
-        let sandbox = crate::apps::permissions::Sandbox::from_config(&config_value, &config_dir, &data_dir, &apps_config.discovery_paths);
+        let sandbox = crate::apps::sandbox::Sandbox::from_config(&config_value, &config_dir, &data_dir, &apps_config.discovery_paths);
         for e in &sandbox.errors {
             tracing::warn!("{}: {}", e.field, e.message);
         }
@@ -309,7 +309,7 @@ impl ModuleInstance for Instance {
             // SPEC R48: what each app would be confined to.
             for app in &mut report.apps {
                 if let Some(m) = app.manifest.as_ref().filter(|m| m.launches_process()) {
-                    app.confinement = Some(crate::apps::permissions::report(m, &core.sandbox));
+                    app.confinement = Some(crate::apps::sandbox::report(m, &core.sandbox));
                 }
             }
             // Into one buffer sized for the report (under 1 KiB an app) rather than one grown by
