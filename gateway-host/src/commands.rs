@@ -77,7 +77,7 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
         println!("MCP Apps are disabled (McpApps.Enabled is false)");
         return Ok(());
     }
-    let rows: Vec<[String; 7]> = report
+    let rows: Vec<[String; 8]> = report
         .apps
         .iter()
         .map(|a| {
@@ -101,16 +101,12 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
                 m.transport.clone(),
                 m.tool_name_prefix.clone(),
                 format!("{}s/{}s", m.startup_timeout_seconds, m.request_timeout_seconds),
+                a.rest.get("confinement").map(confinement_short).unwrap_or_else(|| "-".to_string()),
                 if notes.is_empty() { target } else { format!("{target}  [{}]", notes.join("; ")) },
             ]
         })
         .collect();
     print_table(&rows);
-    for a in &report.apps {
-        if let Some(c) = a.rest.get("confinement").filter(|c| !c.is_null()) {
-            println!("confinement of {}: {}", a.key, confinement_summary(c));
-        }
-    }
     for s in &report.skipped {
         println!("skipped {}: {}", s.path, s.reason);
     }
@@ -163,19 +159,41 @@ pub fn confinement_summary(c: &Value) -> String {
     line
 }
 
+/// An app's confinement in a few words, for the `apps` table (`--json` has all of it):
+/// `enforce L7 net:none mem:2048M procs:256`, `off`, `refused`, `-` when not known.
+pub fn confinement_short(c: &Value) -> String {
+    if c.is_null() {
+        return "-".to_string();
+    }
+    if c.get("refused").is_some() {
+        return "refused".to_string();
+    }
+    let mode = c["mode"].as_str().unwrap_or("?");
+    if c.get("confined").and_then(Value::as_bool) != Some(true) {
+        return mode.to_string();
+    }
+    let net = c["network"].as_str().unwrap_or_default();
+    let net = match net.split_whitespace().next().unwrap_or_default() {
+        "TCP" => format!("tcp:{}", net.split('[').nth(1).and_then(|r| r.split(']').next()).unwrap_or_default().replace(' ', "")),
+        word => word.to_string(),
+    };
+    let limit = |k: &str, unit: &str| c["limits"][k].as_u64().map_or("-".to_string(), |n| format!("{n}{unit}"));
+    format!("{mode} L{} net:{net} mem:{} procs:{}", c["landlockAbi"].as_i64().unwrap_or(0), limit("memoryMb", "M"), limit("processes", ""))
+}
+
 /// The table of `apps`: one row per app, the last column unpadded.
-fn print_table(rows: &[[String; 7]]) {
-    let header = ["ID", "STATE", "VERSION", "TRANSPORT", "PREFIX", "TIMEOUTS", "TARGET / NOTES"];
+fn print_table(rows: &[[String; 8]]) {
+    let header = ["ID", "STATE", "VERSION", "TRANSPORT", "PREFIX", "TIMEOUTS", "CONFINEMENT", "TARGET / NOTES"];
     let mut widths = header.map(str::len);
     for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row.iter()).take(6) {
+        for (w, cell) in widths.iter_mut().zip(row.iter()).take(7) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let print = |cells: &[&str]| {
         let mut line = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            if i < 6 {
+            if i < 7 {
                 line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
             } else {
                 line.push_str(cell);
@@ -237,7 +255,7 @@ pub fn apps_live(config: Option<&Path>, url: &str, token: Option<String>, json: 
         println!("{}", serde_json::to_string_pretty(&listing)?);
         return Ok(());
     }
-    let rows: Vec<[String; 7]> = entries
+    let rows: Vec<[String; 8]> = entries
         .iter()
         .map(|e| {
             let mut notes: Vec<String> = e.validation_errors.iter().map(|v| format!("{}: {}", v.field, v.message)).collect();
@@ -252,14 +270,12 @@ pub fn apps_live(config: Option<&Path>, url: &str, token: Option<String>, json: 
                 e.manifest.transport.clone(),
                 "-".to_string(),
                 "-".to_string(),
+                confinement_short(&e.confinement),
                 if notes.is_empty() { target } else { format!("{target}  [{}]", notes.join("; ")) },
             ]
         })
         .collect();
     print_table(&rows);
-    for e in entries.iter().filter(|e| !e.confinement.is_null()) {
-        println!("confinement of {}: {}", e.key, confinement_summary(&e.confinement));
-    }
     println!("{} app(s) at {base}", rows.len());
     Ok(())
 }

@@ -247,13 +247,18 @@ fn apps_and_validate_show_each_apps_confinement() {
     let out = run_gateway(&["apps", "--config", &config], &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    let line = text.lines().find(|l| l.starts_with("confinement of escaper: ")).unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains("enforce (Landlock ABI"), "{line}");
-    assert!(line.contains("TCP connect to ports [4242] only"), "{line}");
-    assert!(line.contains("memory 256 MiB, processes 64"), "{line}");
-    assert!(line.contains(&s(&setup.declared)), "{line}");
-    let line = text.lines().find(|l| l.starts_with("confinement of other: ")).unwrap_or_else(|| panic!("{text}"));
-    assert!(line.contains("network: none (a network namespace of its own, no TCP)"), "{line}");
+    assert!(text.lines().next().unwrap_or_default().contains("CONFINEMENT"), "{text}");
+    let row = text.lines().find(|l| l.starts_with("escaper ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("enforce L") && row.contains(" net:tcp:4242 mem:256M procs:64"), "{row}");
+    let row = text.lines().find(|l| l.starts_with("other ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("enforce L") && row.contains(" net:none mem:2048M procs:256"), "{row}");
+    let out = run_gateway(&["apps", "--json", "--config", &config], &[]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let escaper = report["apps"].as_array().unwrap().iter().find(|a| a["key"] == "escaper").unwrap();
+    let c = &escaper["confinement"];
+    assert!(c["filesystem"]["read"].as_array().unwrap().contains(&json!(s(&setup.declared))), "{c}");
+    assert_eq!(c["network"], "TCP connect to ports [4242] only (Landlock filters ports, not hosts)", "{c}");
+    assert_eq!(c["filesystem"]["write"][0], s(&setup.cfg.join(".gateway-data/apps/escaper")), "{c}");
 
     // validate: a declared path that would open the gateway's configuration is not granted.
     let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(setup.apps.join("escaper/openclaw.mcpapp.json")).unwrap()).unwrap();
