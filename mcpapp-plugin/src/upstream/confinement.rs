@@ -472,24 +472,31 @@ fn pids_root() -> Option<PathBuf> {
 
 static CGROUP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Makes `{pids root}/mcpapp-{gateway pid}/{name}-{n}` with `pids.max`, and opens its
-/// `cgroup.procs`. Leftovers of gateways that are gone are removed on the way (best effort).
+/// This process's folder of app groups: `mcpapp-{pid}-{nanoseconds}` (the pid alone is not unique
+/// across pid namespaces). The first use sweeps what gateways that are gone left behind.
+fn own_groups(root: &Path) -> PathBuf {
+    static OWN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let name = OWN.get_or_init(|| {
+        sweep_stale(root);
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        format!("mcpapp-{}-{nanos}", std::process::id())
+    });
+    root.join(name)
+}
+
+/// Makes `{pids root}/mcpapp-…/{name}-{n}` with `pids.max`, and opens its `cgroup.procs`.
 fn pids_cgroup(name: &str, max: u64) -> std::io::Result<(PidsGroup, OwnedFd)> {
     let root = pids_root().ok_or_else(|| std::io::Error::other("no pids controller"))?;
-    let own = root.join(format!("mcpapp-{}", std::process::id()));
-    if !own.is_dir() {
-        sweep_stale(&root);
-        std::fs::create_dir(&own).or_else(|e| if e.kind() == std::io::ErrorKind::AlreadyExists { Ok(()) } else { Err(e) })?;
-    } else if let Ok(children) = std::fs::read_dir(&own) {
-        // Groups of this gateway's apps that ended (one still in use refuses the removal).
-        for child in children.flatten() {
-            let _ = std::fs::remove_dir(child.path());
-        }
-    }
+    let own = own_groups(&root);
     let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     let seq = CGROUP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = own.join(format!("{safe}-{seq}"));
-    std::fs::create_dir(&dir)?;
+    // Twice: another gateway's sweep may remove our folder (empty, a minute old) meanwhile.
+    let made = std::fs::create_dir_all(&own).and_then(|()| std::fs::create_dir(&dir));
+    if made.is_err() {
+        std::fs::create_dir_all(&own)?;
+        std::fs::create_dir(&dir)?;
+    }
     let group = PidsGroup { dir };
     std::fs::write(group.dir.join("pids.max"), max.to_string())?;
     let path = CString::new(group.dir.join("cgroup.procs").as_os_str().as_encoded_bytes())
@@ -503,22 +510,26 @@ fn pids_cgroup(name: &str, max: u64) -> std::io::Result<(PidsGroup, OwnedFd)> {
     Ok((group, unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
+/// Removes the empty app groups (and then their folders) gateways left behind, if older than a
+/// minute (a group another gateway is just making is left alone); a group with a process in it
+/// refuses the removal, so running apps keep theirs.
 fn sweep_stale(root: &Path) {
+    let old = |p: &Path| {
+        std::fs::metadata(p).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok()).is_some_and(|age| age.as_secs() > 60)
+    };
     let Ok(entries) = std::fs::read_dir(root) else { return };
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("mcpapp-")).and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        if Path::new(&format!("/proc/{pid}")).exists() {
+        if !entry.file_name().to_string_lossy().starts_with("mcpapp-") {
             continue;
         }
         if let Ok(children) = std::fs::read_dir(entry.path()) {
-            for child in children.flatten() {
+            for child in children.flatten().filter(|c| c.path().is_dir() && old(&c.path())) {
                 let _ = std::fs::remove_dir(child.path());
             }
         }
-        let _ = std::fs::remove_dir(entry.path());
+        if old(&entry.path()) {
+            let _ = std::fs::remove_dir(entry.path());
+        }
     }
 }
 
