@@ -263,13 +263,11 @@ pub fn effective(manifest: &Manifest, sandbox: &Sandbox) -> Result<Effective, St
     for p in launched {
         grant(&mut read, p, &mut denied);
     }
-    read.extend(RUNTIME_READ.iter().map(PathBuf::from));
     let fs = perms.filesystem.clone().unwrap_or_default();
     for p in &fs.read {
         grant(&mut read, resolve_declared(manifest, p), &mut denied);
     }
     write.push(data_dir.clone());
-    write.extend(RUNTIME_WRITE.iter().map(PathBuf::from));
     for p in &fs.write {
         grant(&mut write, resolve_declared(manifest, p), &mut denied);
     }
@@ -309,6 +307,8 @@ pub fn effective(manifest: &Manifest, sandbox: &Sandbox) -> Result<Effective, St
     let profile = Profile {
         read: read.clone(),
         write: write.clone(),
+        runtime_read: RUNTIME_READ.iter().map(PathBuf::from).collect(),
+        runtime_write: RUNTIME_WRITE.iter().map(PathBuf::from).collect(),
         connect_ports,
         bind_ports: bind_ports.clone(),
         private_network,
@@ -321,6 +321,10 @@ pub fn effective(manifest: &Manifest, sandbox: &Sandbox) -> Result<Effective, St
         },
     };
     let shown = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+    // The report lists the runtime paths that exist after the app's own.
+    let exists = |p: &&&str| Path::new(p).exists();
+    read.extend(RUNTIME_READ.iter().filter(exists).map(PathBuf::from));
+    write.extend(RUNTIME_WRITE.iter().filter(exists).map(PathBuf::from));
     let report = json!({
         "mode": sandbox.mode.as_str(),
         "confined": true,

@@ -86,6 +86,10 @@ pub struct Profile {
     pub read: Vec<PathBuf>,
     /// Read and write, not execute.
     pub write: Vec<PathBuf>,
+    /// Like `read` and `write`, for system paths that stay put (`/usr`, `/dev/null`): opened once
+    /// for every app.
+    pub runtime_read: Vec<PathBuf>,
+    pub runtime_write: Vec<PathBuf>,
     /// `None`: TCP is not restricted. `Some(ports)`: `connect` to these ports only.
     pub connect_ports: Option<Vec<u16>>,
     /// The ports the app may `bind` (when TCP is restricted).
@@ -231,6 +235,8 @@ pub struct Prepared {
     loopback_up: bool,
     /// For an unprivileged user: the namespace's maps (paths and contents, NUL-terminated).
     id_maps: Option<[(CString, Vec<u8>); 3]>,
+    /// The shared empty network namespace to enter ([`shared_empty_netns`]), when there is one.
+    netns: Option<std::os::fd::RawFd>,
     /// What was prepared, in words, and what could not be.
     pub notes: Vec<String>,
 }
@@ -248,7 +254,7 @@ impl Prepared {
     pub fn prepare(profile: &Profile, landlock: i32, cgroup_name: &str) -> Result<Prepared, ConfinementError> {
         let mut notes = Vec::new();
         let ruleset = if landlock > 0 { Some(build_ruleset(profile, abi_of(landlock), &mut notes)?) } else { None };
-        let filters = build_filters()?;
+        let filters = seccomp_programs()?;
         let mut rlimits = Vec::new();
         let l = profile.limits;
         if let Some(m) = l.memory_bytes {
@@ -274,7 +280,10 @@ impl Prepared {
         }
         // SAFETY: plain getters.
         let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
-        let id_maps = (profile.private_network && euid != 0).then(|| {
+        // An app without a network (and without its loopback up) enters one shared empty
+        // namespace: making a namespace per app costs milliseconds on the spawner thread.
+        let netns = (profile.private_network && !profile.loopback_up).then(shared_empty_netns).flatten();
+        let id_maps = (profile.private_network && netns.is_none() && euid != 0).then(|| {
             [
                 (c"/proc/self/setgroups".to_owned(), b"deny".to_vec()),
                 (c"/proc/self/uid_map".to_owned(), format!("{uid} {uid} 1").into_bytes()),
@@ -290,6 +299,7 @@ impl Prepared {
             private_network: profile.private_network,
             loopback_up: profile.loopback_up,
             id_maps,
+            netns,
             notes,
         })
     }
@@ -313,7 +323,11 @@ impl Prepared {
                 return Err(fail(()));
             }
         }
-        if self.private_network {
+        if let Some(netns) = self.netns {
+            if libc::setns(netns, libc::CLONE_NEWNET) != 0 {
+                return Err(fail(()));
+            }
+        } else if self.private_network {
             let flags = if self.id_maps.is_some() { libc::CLONE_NEWUSER | libc::CLONE_NEWNET } else { libc::CLONE_NEWNET };
             if libc::unshare(flags) != 0 {
                 return Err(fail(()));
@@ -399,11 +413,22 @@ fn build_ruleset(profile: &Profile, abi: ABI, notes: &mut Vec<String>) -> Result
         let access = if is_dir { access } else { access & READ_FILE_ONLY(abi) };
         created.add_rule(PathBeneath::new(fd, access)).map_err(err)
     };
+    let add_runtime = |created: landlock::RulesetCreated, path: &Path, access: landlock::BitFlags<AccessFs>| {
+        let Some((fd, is_dir)) = runtime_fd(path) else { return Ok(created) };
+        let access = if is_dir { access } else { access & READ_FILE_ONLY(abi) };
+        created.add_rule(PathBeneath::new(fd, access)).map_err(err)
+    };
     for p in &profile.read {
         created = add_path(created, p, read)?;
     }
+    for p in &profile.runtime_read {
+        created = add_runtime(created, p, read)?;
+    }
     for p in &profile.write {
         created = add_path(created, p, write)?;
+    }
+    for p in &profile.runtime_write {
+        created = add_runtime(created, p, write)?;
     }
     if restrict_tcp {
         for port in profile.connect_ports.iter().flatten() {
@@ -415,6 +440,93 @@ fn build_ruleset(profile: &Profile, abi: ABI, notes: &mut Vec<String>) -> Result
     }
     let fd: Option<OwnedFd> = created.into();
     fd.ok_or_else(|| ConfinementError::Landlock("the kernel gave no ruleset".into()))
+}
+
+/// A system path opened once (`O_PATH`), and whether it is a folder; `None` when it does not
+/// exist (then it is skipped, now and later).
+fn runtime_fd(path: &Path) -> Option<(&'static PathFd, bool)> {
+    use std::collections::HashMap;
+    static OPENED: std::sync::OnceLock<parking_lot::Mutex<HashMap<PathBuf, Option<(&'static PathFd, bool)>>>> =
+        std::sync::OnceLock::new();
+    let mut opened = OPENED.get_or_init(Default::default).lock();
+    *opened.entry(path.to_path_buf()).or_insert_with(|| {
+        let fd = PathFd::new(path).ok()?;
+        let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+        // Kept for the life of the process: a handful of system paths.
+        Some((&*Box::leak(Box::new(fd)), is_dir))
+    })
+}
+
+/// The seccomp programs, compiled once.
+fn seccomp_programs() -> Result<Vec<Vec<libc::sock_filter>>, ConfinementError> {
+    static PROGRAMS: std::sync::OnceLock<Result<Vec<Vec<SockFilter>>, String>> = std::sync::OnceLock::new();
+    let programs = PROGRAMS.get_or_init(|| {
+        build_filters().map(|ps| ps.into_iter().map(|p| p.into_iter().map(SockFilter).collect()).collect()).map_err(|e| e.to_string())
+    });
+    match programs {
+        Ok(ps) => Ok(ps.iter().map(|p| p.iter().map(|f| f.0).collect()).collect()),
+        Err(e) => Err(ConfinementError::Seccomp(e.clone())),
+    }
+}
+
+/// `libc::sock_filter`, which is plain data, made shareable between threads.
+#[derive(Clone, Copy)]
+struct SockFilter(libc::sock_filter);
+// SAFETY: four integers.
+unsafe impl Send for SockFilter {}
+// SAFETY: as above.
+unsafe impl Sync for SockFilter {}
+
+/// An empty network namespace (no interface but a loopback that is down) that every app without
+/// a network enters, made once: a process forked for the purpose unshares its network namespace,
+/// the gateway keeps a descriptor of it, and the process ends. Only where the gateway may enter
+/// it (`setns` needs `CAP_SYS_ADMIN`); elsewhere each app makes its own (`None`).
+fn shared_empty_netns() -> Option<std::os::fd::RawFd> {
+    static NETNS: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
+    NETNS.get_or_init(|| make_empty_netns().map_err(|e| tracing::debug!("no shared network namespace: {e}")).ok()).as_ref().map(|f| f.as_raw_fd())
+}
+
+fn make_empty_netns() -> std::io::Result<OwnedFd> {
+    // SAFETY: plain getter.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(std::io::Error::other("not root"));
+    }
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe2 fills two descriptors we then own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both just made.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: the child makes async-signal-safe calls only, then waits to be killed.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid == 0 {
+        unsafe {
+            let ok: u8 = if libc::unshare(libc::CLONE_NEWNET) == 0 { 1 } else { 0 };
+            libc::write(write.as_raw_fd(), (&ok as *const u8).cast(), 1);
+            loop {
+                libc::pause();
+            }
+        }
+    }
+    drop(write);
+    let mut ok = 0u8;
+    // SAFETY: reading one byte into a local.
+    let n = unsafe { libc::read(read.as_raw_fd(), (&mut ok as *mut u8).cast(), 1) };
+    let result = if n == 1 && ok == 1 {
+        std::fs::File::open(format!("/proc/{pid}/ns/net")).map(OwnedFd::from)
+    } else {
+        Err(std::io::Error::other("the helper could not unshare its network namespace"))
+    };
+    // SAFETY: our own child.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    result
 }
 
 fn build_filters() -> Result<Vec<Vec<libc::sock_filter>>, ConfinementError> {
