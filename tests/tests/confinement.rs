@@ -270,3 +270,69 @@ fn apps_and_validate_show_each_apps_confinement() {
     assert!(text.contains("  confinement: enforce (Landlock ABI"), "{text}");
     assert!(text.contains("not granted: "), "{text}");
 }
+
+/// The official apps run and answer under the default profile (they declare nothing):
+/// server-everything and the budget allocator from npm, mcp-server-time from PyPI (in a venv:
+/// its program's prefix is granted), and GroceryInventory from this repository (its manifest
+/// declares its program in the build's `target` folder).
+#[test]
+fn official_apps_and_grocery_inventory_answer_under_the_default_profile() {
+    let repo = gateway_e2e::repo_root();
+    let modules = repo.join("tests/js/node_modules/@modelcontextprotocol");
+    let everything = modules.join("server-everything/dist/index.js");
+    let budget = modules.join("server-budget-allocator/dist/index.js");
+    let time = repo.join("tests/py/.venv-time/bin/mcp-server-time");
+    for f in [&everything, &budget] {
+        assert!(f.exists(), "run `npm ci` in tests/js first ({} missing)", f.display());
+    }
+    assert!(time.exists(), "run scripts/test.sh first, which installs mcp-server-time in tests/py/.venv-time ({} missing)", time.display());
+    let root = tempfile::tempdir().unwrap();
+    let cfg = root.path().join("cfg");
+    let apps = cfg.join("apps");
+    let node = |id: &str, entry: &Path, args: &[&str]| {
+        let mut arguments = vec![s(entry)];
+        arguments.extend(args.iter().map(|a| a.to_string()));
+        json!({ "id": id, "transport": "stdio", "command": "node", "arguments": arguments, "startupTimeoutSeconds": 30, "toolNamePrefix": format!("{id}.") })
+    };
+    write_manifest(&apps, "everything", &node("everything", &everything, &["stdio"]));
+    write_manifest(&apps, "budget", &node("budget", &budget, &["--stdio"]));
+    write_manifest(
+        &apps,
+        "time",
+        &json!({ "id": "time", "transport": "stdio", "command": time, "arguments": ["--local-timezone", "UTC"], "startupTimeoutSeconds": 30, "toolNamePrefix": "time." }),
+    );
+    let port = gateway_e2e::free_port();
+    let config = json!({
+        "McpApps": {
+            "Enabled": true, "DiscoveryPaths": ["./apps", repo.join("mcpapps")], "Allow": ["*"],
+            "Entries": { "grocery-inventory": {
+                "Url": format!("http://127.0.0.1:{port}/mcp"), "Arguments": ["--listen", format!("127.0.0.1:{port}")],
+            } }
+        },
+    });
+    std::fs::create_dir_all(&cfg).unwrap();
+    std::fs::write(cfg.join("appsettings.json"), config.to_string()).unwrap();
+    let gw = GatewayProcess::start_with(GatewayOptions { config_dir: Some(cfg.clone()), config: Value::Null, ..Default::default() });
+    let ids = ["everything", "budget", "time", "grocery-inventory"];
+    assert!(
+        wait_until(Duration::from_secs(60), Duration::from_millis(100), || ids.iter().all(|id| app_of(&gw, id)["state"] == "running")),
+        "{:#}\n{}",
+        gw.get_json("/apps/health").1,
+        gw.logs()
+    );
+    for id in ids {
+        let c = &app_of(&gw, id)["confinement"];
+        assert_eq!(c["mode"], "enforce", "{id}: {c}");
+        assert_eq!(c["confined"], true, "{id}: {c}");
+    }
+    let call = |id: &str, tool: &str, arguments: Value| {
+        let (status, answer) = gw.mcp_request(&format!("/apps/mcp/{id}"), "tools/call", json!({ "name": tool, "arguments": arguments }), json!({}));
+        assert_eq!(status, 200, "{id}: {answer}");
+        assert!(answer["result"]["isError"] != true && answer.get("error").is_none(), "{id} {tool}: {answer}");
+        answer["result"].to_string()
+    };
+    assert!(call("everything", "echo", json!({ "message": "confined hello" })).contains("confined hello"));
+    assert!(call("budget", "get-budget-data", json!({})).contains("categor"));
+    assert!(call("time", "get_current_time", json!({ "timezone": "Europe/Paris" })).contains("Europe/Paris"));
+    assert!(call("grocery-inventory", "get_stores", json!({})).contains("Downtown Market"));
+}
