@@ -336,3 +336,21 @@ fn official_apps_and_grocery_inventory_answer_under_the_default_profile() {
     assert!(call("time", "get_current_time", json!({ "timezone": "Europe/Paris" })).contains("Europe/Paris"));
     assert!(call("grocery-inventory", "get_stores", json!({})).contains("Downtown Market"));
 }
+
+/// `network: "loopback"` (a stdio app): a namespace of its own whose loopback is up — it reaches
+/// nothing of the host's, not even a port listening on the host's loopback.
+#[test]
+fn a_loopback_app_reaches_only_its_own_loopback() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host_port = listener.local_addr().unwrap().port();
+    let setup = setup(host_port, json!({}));
+    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(setup.apps.join("escaper/openclaw.mcpapp.json")).unwrap()).unwrap();
+    manifest["permissions"]["network"] = json!("loopback");
+    write_manifest(&setup.apps, "escaper", &manifest);
+    let gw = start(&setup);
+    let host = format!("127.0.0.1:{host_port}");
+    let report = escape(&gw, json!({ "connect": [host] }));
+    assert!(refused(&report["connect"][&host]), "{report}");
+    let c = &app_of(&gw, "escaper")["confinement"];
+    assert!(c["network"].as_str().is_some_and(|n| n.starts_with("loopback (a network namespace of its own")), "{c}");
+}
