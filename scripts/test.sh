@@ -84,6 +84,12 @@ if [ ! -x tests/py/.venv/bin/python ]; then
   python3 -m venv tests/py/.venv
 fi
 tests/py/.venv/bin/pip install -q --disable-pip-version-check -r tests/py/requirements.txt
+# The official PyPI app mcp-server-time, in a venv of its own (its `mcp` pin differs from the
+# client's): tests/tests/confinement.rs runs it under the default confinement (issue 41).
+if [ ! -x tests/py/.venv-time/bin/mcp-server-time ]; then
+  python3 -m venv tests/py/.venv-time
+  tests/py/.venv-time/bin/pip install -q --disable-pip-version-check mcp-server-time==2026.10.19
+fi
 
 # --- build -----------------------------------------------------------------------------------
 log "building the workspace (release)"

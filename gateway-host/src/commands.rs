@@ -57,6 +57,9 @@ pub fn validate(config: Option<&Path>, module: Option<&Path>, paths: &[String], 
         for w in &r.warnings {
             println!("  warning: {w}");
         }
+        if let Some(c) = r.rest.get("confinement").filter(|c| !c.is_null()) {
+            println!("  confinement: {}", confinement_summary(c));
+        }
     }
     let invalid = results.iter().filter(|r| !r.valid).count();
     println!("{} manifest(s) checked, {invalid} invalid", results.len());
@@ -74,7 +77,7 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
         println!("MCP Apps are disabled (McpApps.Enabled is false)");
         return Ok(());
     }
-    let rows: Vec<[String; 7]> = report
+    let rows: Vec<[String; 8]> = report
         .apps
         .iter()
         .map(|a| {
@@ -98,6 +101,7 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
                 m.transport.clone(),
                 m.tool_name_prefix.clone(),
                 format!("{}s/{}s", m.startup_timeout_seconds, m.request_timeout_seconds),
+                a.rest.get("confinement").map(confinement_short).unwrap_or_else(|| "-".to_string()),
                 if notes.is_empty() { target } else { format!("{target}  [{}]", notes.join("; ")) },
             ]
         })
@@ -113,19 +117,83 @@ pub fn apps(config: Option<&Path>, module: Option<&Path>, json: bool) -> Result<
     Ok(())
 }
 
+/// One line for an app's effective confinement (SPEC R48), from the module's report of it
+/// (`apps/permissions.rs`): the mode, what it may read and write, its network and limits.
+pub fn confinement_summary(c: &Value) -> String {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    if let Some(why) = c.get("refused").and_then(Value::as_str) {
+        return format!("refused: {why}");
+    }
+    if c.get("confined").and_then(Value::as_bool) != Some(true) {
+        let reason = c.get("reason").map(text).unwrap_or_default();
+        return format!("none (Sandbox.Mode {}){}", text(&c["mode"]), if reason.is_empty() { String::new() } else { format!(": {reason}") });
+    }
+    let list = |v: &Value| v.as_array().map(|a| a.iter().map(text).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+    let fs = &c["filesystem"];
+    let limits = &c["limits"];
+    let limit = |k: &str, unit: &str| match limits.get(k).and_then(Value::as_u64) {
+        Some(n) => format!("{n}{unit}"),
+        None => "unlimited".to_string(),
+    };
+    let mut line = format!(
+        "{} (Landlock ABI {}); read+exec: {}; read+write: {}; network: {}; limits: memory {}, processes {}, open files {}, CPU {}; seccomp denies {} calls",
+        text(&c["mode"]),
+        c["landlockAbi"].as_i64().unwrap_or(0),
+        list(&fs["read"]),
+        list(&fs["write"]),
+        text(&c["network"]),
+        limit("memoryMb", " MiB"),
+        limit("processes", ""),
+        limit("openFiles", ""),
+        limit("cpuSeconds", " s"),
+        c["seccompDenied"].as_array().map_or(0, Vec::len),
+    );
+    let denied = list(&fs["denied"]);
+    if !denied.is_empty() {
+        line.push_str(&format!("; not granted: {denied}"));
+    }
+    let notes = list(&c["notes"]);
+    if !notes.is_empty() {
+        line.push_str(&format!("; {notes}"));
+    }
+    line
+}
+
+/// An app's confinement in a few words, for the `apps` table (`--json` has all of it):
+/// `enforce L7 net:none mem:2048M procs:256`, `off`, `refused`, `-` when not known.
+pub fn confinement_short(c: &Value) -> String {
+    if c.is_null() {
+        return "-".to_string();
+    }
+    if c.get("refused").is_some() {
+        return "refused".to_string();
+    }
+    let mode = c["mode"].as_str().unwrap_or("?");
+    if c.get("confined").and_then(Value::as_bool) != Some(true) {
+        return mode.to_string();
+    }
+    let net = c["network"].as_str().unwrap_or_default();
+    let net = match net.split_whitespace().next().unwrap_or_default() {
+        "TCP" => format!("tcp:{}", net.split('[').nth(1).and_then(|r| r.split(']').next()).unwrap_or_default().replace(' ', "")),
+        word => word.to_string(),
+    };
+    let limit = |k: &str, unit: &str| c["limits"][k].as_u64().map_or("-".to_string(), |n| format!("{n}{unit}"));
+    format!("{mode} L{} net:{net} mem:{} procs:{}", c["landlockAbi"].as_i64().unwrap_or(0), limit("memoryMb", "M"), limit("processes", ""))
+}
+
 /// The table of `apps`: one row per app, the last column unpadded.
-fn print_table(rows: &[[String; 7]]) {
-    let header = ["ID", "STATE", "VERSION", "TRANSPORT", "PREFIX", "TIMEOUTS", "TARGET / NOTES"];
+fn print_table(rows: &[[String; 8]]) {
+    let header = ["ID", "STATE", "VERSION", "TRANSPORT", "PREFIX", "TIMEOUTS", "CONFINEMENT", "TARGET / NOTES"];
     let mut widths = header.map(str::len);
     for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row.iter()).take(6) {
+        for (w, cell) in widths.iter_mut().zip(row.iter()).take(7) {
             *w = (*w).max(cell.chars().count());
         }
     }
     let print = |cells: &[&str]| {
         let mut line = String::new();
         for (i, cell) in cells.iter().enumerate() {
-            if i < 6 {
+            if i < 7 {
                 line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
             } else {
                 line.push_str(cell);
@@ -187,7 +255,7 @@ pub fn apps_live(config: Option<&Path>, url: &str, token: Option<String>, json: 
         println!("{}", serde_json::to_string_pretty(&listing)?);
         return Ok(());
     }
-    let rows: Vec<[String; 7]> = entries
+    let rows: Vec<[String; 8]> = entries
         .iter()
         .map(|e| {
             let mut notes: Vec<String> = e.validation_errors.iter().map(|v| format!("{}: {}", v.field, v.message)).collect();
@@ -202,6 +270,7 @@ pub fn apps_live(config: Option<&Path>, url: &str, token: Option<String>, json: 
                 e.manifest.transport.clone(),
                 "-".to_string(),
                 "-".to_string(),
+                confinement_short(&e.confinement),
                 if notes.is_empty() { target } else { format!("{target}  [{}]", notes.join("; ")) },
             ]
         })
@@ -238,6 +307,7 @@ struct LiveApp {
     /// `field: message`.
     validation_errors: Vec<String>,
     mcp: Option<String>,
+    confinement: Value,
 }
 
 /// One app of `apps --url --json`: the offline report's fields (`key`, `state`,
@@ -258,6 +328,7 @@ struct LiveEntry {
     has_ui: bool,
     ui_resource_uri: Option<String>,
     mcp: Option<String>,
+    confinement: Value,
 }
 
 #[derive(Serialize)]
@@ -290,6 +361,7 @@ impl From<LiveApp> for LiveEntry {
             has_ui: a.has_ui,
             ui_resource_uri: a.ui_resource_uri,
             mcp: a.mcp,
+            confinement: a.confinement,
         }
     }
 }

@@ -109,6 +109,8 @@ fn a_crash_looping_app_is_brought_back_by_start_once_fixed() {
     std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
     let mut manifest = stdio_app("ctl", &[]);
     manifest["command"] = json!(launcher);
+    // The launcher runs test-app: a confined app runs only what it declares (SPEC R48).
+    manifest["permissions"]["filesystem"]["read"] = json!([app]);
     write_manifest(&dir.path().join("apps"), "ctl", &manifest);
     let config = json!({
         "Gateway": { "AlwaysRequireAuth": false, "AuthTokenEnv": "ADMIN_APPS_TOKEN" },

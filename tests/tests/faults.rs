@@ -202,7 +202,8 @@ fn startup_faults_end_failed_with_a_clear_error_and_no_process_left() {
         assert_eq!(app["state"], "failed", "{app}");
         let errors = app["validationErrors"].to_string();
         assert!(errors.contains("workingDirectory") && errors.contains(value) && errors.contains("outside the app's folder"), "{id}: {app}");
-        assert!(!pid(id).exists(), "{id} was started");
+        // The pid file exists (declared writable, SPEC R48) but stays empty.
+        assert!(std::fs::read_to_string(pid(id)).unwrap_or_default().is_empty(), "{id} was started");
     }
     wait_state(&gw, "escape-cmd", "running");
     // Where it leads is `validate`'s to say, not a warning at every start (the example app's
@@ -263,7 +264,8 @@ fn a_crash_mid_call_ends_every_call_at_once_and_leaves_no_grandchild() {
     wait_state(&gw, "healthy", "running");
     let first = read_pid(&app_pid, Duration::from_secs(10));
     let first_grandchild = read_pid(&grandchild_pid, Duration::from_secs(10));
-    std::fs::remove_file(&grandchild_pid).unwrap();
+    // Emptied, not removed: a confined app may write only the files its manifest declares (SPEC R48).
+    std::fs::write(&grandchild_pid, "").unwrap();
     assert!(process_alive(first_grandchild));
 
     let base = gw.base_url().to_string();
@@ -605,7 +607,12 @@ fn an_http_app_that_moves_to_another_port() {
     write_manifest(
         &apps,
         "mover",
-        &with(http_app("mover", &["--pid-file", &arg(&mover_pid), "--fault-tools"]), quick_checks.clone()),
+        &{
+            let mut mover = with(http_app("mover", &["--pid-file", &arg(&mover_pid), "--fault-tools"]), quick_checks.clone());
+            // It binds a port other than its url's: it declares it may (SPEC R48).
+            mover["permissions"]["network"] = json!("any");
+            mover
+        },
     );
     write_manifest(&apps, "healthy", &stdio_app("healthy", &[]));
 

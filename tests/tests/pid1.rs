@@ -52,6 +52,9 @@ fn app_with_an_orphan(app_pid_file: &Path, orphan_pid_file: &Path) -> Value {
     arguments.extend(manifest["arguments"].as_array().cloned().unwrap_or_default());
     manifest["command"] = json!("sh");
     manifest["arguments"] = Value::Array(arguments);
+    // A confined app writes only what it declares (SPEC R48): the orphan's pid file too.
+    std::fs::write(orphan_pid_file, "").unwrap();
+    manifest["permissions"]["filesystem"]["write"].as_array_mut().unwrap().push(json!(orphan_pid_file));
     manifest
 }
 
@@ -151,8 +154,9 @@ fn as_pid_1_the_gateway_reaps_orphans_and_stops_on_sigterm() {
 
     // The module still sees its own app exit (nobody else waited for it): the crash is noticed
     // and the app restarted; the restarted app's orphan is reaped too.
-    std::fs::remove_file(&orphan_pid_file).unwrap();
-    std::fs::remove_file(&app_pid_file).unwrap();
+    // Emptied, not removed: a confined app may write only the files its manifest declares (SPEC R48).
+    std::fs::write(&orphan_pid_file, "").unwrap();
+    std::fs::write(&app_pid_file, "").unwrap();
     let _ = gw.mcp_request("/apps/mcp/forks", "tools/call", json!({"name": "crash", "arguments": {}}), json!({}));
     let mut app = Value::Null;
     assert!(

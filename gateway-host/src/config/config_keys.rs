@@ -45,7 +45,13 @@ const APP_ENTRY: Key = Section(&[
     ("Environment", V),
     ("Headers", V),
     ("WorkingDirectory", V),
+    // SPEC R48: replaces the manifest's `permissions` part by part (mcpapp-plugin `apps/permissions.rs`).
+    ("Permissions", V),
 ]);
+
+/// `Sandbox` (mcpapp-plugin `apps/permissions.rs`, `Sandbox::from_config`; SPEC R48): `Mode` is
+/// enforce, warn or off; `SimulateNoLandlock` is the test switch of a kernel without Landlock.
+const SANDBOX: Key = Section(&[("Mode", V), ("SimulateNoLandlock", V)]);
 
 /// `McpApps` (mcpapp-plugin `apps/config.rs`, `McpAppsConfig::from_config`).
 const MCP_APPS: Key = Section(&[
@@ -159,8 +165,12 @@ pub const CONFIGURATION: Key = Section(&[
     ("McpApps", MCP_APPS),
     ("McpCompatibility", MCP_COMPATIBILITY),
     ("Plugins", PLUGINS),
+    ("Sandbox", SANDBOX),
     // The module's sections may also live under `OpenClaw` (mcpapp-plugin `apps/config.rs`).
-    ("OpenClaw", Section(&[("McpApps", MCP_APPS), ("McpCompatibility", MCP_COMPATIBILITY), ("Plugins", PLUGINS)])),
+    (
+        "OpenClaw",
+        Section(&[("McpApps", MCP_APPS), ("McpCompatibility", MCP_COMPATIBILITY), ("Plugins", PLUGINS), ("Sandbox", SANDBOX)]),
+    ),
 ]);
 
 /// A key nothing reads.

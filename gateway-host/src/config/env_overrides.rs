@@ -24,6 +24,7 @@ pub const KNOWN_SECTIONS: &[&str] = &[
     "Sessions",
     "Logging",
     "Testing",
+    "Sandbox",
 ];
 
 /// Applies environment variables to the config the way ASP.NET's environment provider does:

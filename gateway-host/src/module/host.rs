@@ -96,7 +96,10 @@ impl HostSink for GatewaySink {
 /// One app as the gateway reports it (`/apps/health`, the `gateway.apps` tool).
 pub fn app_json(a: &AppDescriptor) -> Value {
     let non_empty = |s: &str| if s.is_empty() { Value::Null } else { Value::from(s) };
+    // SPEC R48: the app's effective confinement, as the module reports it (shown as it is).
+    let confinement = AppDetail::from_json(a.detail_json.as_str()).rest.remove("confinement").unwrap_or(Value::Null);
     serde_json::json!({
+        "confinement": confinement,
         "id": a.id.as_str(),
         "name": a.name.as_str(),
         "version": a.version.as_str(),

@@ -67,6 +67,8 @@ pub struct AppContext {
     pub host_version: String,
     /// The host, if it sends HTTP apps' requests for the module (`http_sender.rs`).
     pub host_http: Option<Arc<HostSinkBox>>,
+    /// `Sandbox.*`: how apps' processes are confined (SPEC R48, `apps/permissions.rs`).
+    pub sandbox: Arc<crate::apps::sandbox::Sandbox>,
 }
 
 /// Why a call to an app did not produce an answer.
@@ -181,6 +183,10 @@ pub struct AppServer {
     /// Resource URIs the browser proxy's clients subscribed to, for apps without
     /// `resources/subscribe` (2026-07-28 sessions listen for them instead). Kept across restarts.
     subscribed: SubscribedUris,
+    /// The confinement of the app's last launch (SPEC R48), as `apps` and `/apps/health` show it.
+    confinement: Mutex<Option<Value>>,
+    /// Warn mode on a kernel without Landlock warns once per app.
+    warned_unconfined: std::sync::atomic::AtomicBool,
 }
 
 impl AppServer {
@@ -195,7 +201,43 @@ impl AppServer {
             generation: AtomicU64::new(0),
             op_lock: tokio::sync::Mutex::new(()),
             subscribed: SubscribedUris::default(),
+            confinement: Mutex::new(None),
+            warned_unconfined: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// What to start for the app: its manifest's command, confined as its permissions and
+    /// `Sandbox.Mode` say (SPEC R48). `Err` when the app may not start (enforce mode on a kernel
+    /// without Landlock). Standard `Plugins.Mcp` servers are not confined: they have no manifest
+    /// to declare what they need.
+    fn launch_of(&self, manifest: &Manifest) -> Result<crate::upstream::process::Launch, UpstreamError> {
+        use crate::apps::sandbox;
+        let mut launch = manifest.launch();
+        if self.kind != AppKind::App {
+            *self.confinement.lock() = Some(json!({ "mode": "off", "confined": false, "reason": "a standard MCP server (Plugins.Mcp) declares no permissions" }));
+            return Ok(launch);
+        }
+        match sandbox::effective(manifest, &self.ctx.sandbox) {
+            Ok(effective) => {
+                if let Some(warning) = effective.warning {
+                    if !self.warned_unconfined.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(app = %self.key, "{warning}");
+                    }
+                }
+                if let Some(dir) = &effective.data_dir {
+                    sandbox::create_private_dir(dir)
+                        .map_err(|e| UpstreamError::Connect(format!("cannot create its data folder {}: {e}", dir.display())))?;
+                    sandbox::data_environment(&mut launch.environment, dir);
+                }
+                launch.confinement = effective.confine;
+                *self.confinement.lock() = Some(effective.report);
+                Ok(launch)
+            }
+            Err(why) => {
+                *self.confinement.lock() = Some(json!({ "mode": self.ctx.sandbox.mode.as_str(), "confined": false, "refused": why }));
+                Err(UpstreamError::Connect(why))
+            }
+        }
     }
 
     pub fn install_state(&self) -> InstallState {
@@ -323,7 +365,7 @@ impl AppServer {
         let spawn_err = |e: crate::upstream::process::SpawnError| UpstreamError::Connect(e.to_string());
         let (service, mut process, short_way) = match manifest.transport {
             Transport::Stdio => {
-                let mut process = AppProcess::spawn(&manifest.launch(), &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
+                let mut process = AppProcess::spawn(&self.launch_of(manifest)?, &self.key, true, &self.ctx.tasks).await.map_err(spawn_err)?;
                 let (service, short_way) = match session::connect_stdio(&mut process, handler(), lifecycle, &self.ctx.tasks).await {
                     Ok(connected) => connected,
                     Err(e) => return Err(with_exit(Some(&mut process), e).await),
@@ -333,7 +375,7 @@ impl AppServer {
             Transport::Http => {
                 let url = manifest.url.clone().unwrap_or_default();
                 let mut process = match manifest.launches_process() {
-                    true => Some(AppProcess::spawn(&manifest.launch(), &self.key, false, &self.ctx.tasks).await.map_err(spawn_err)?),
+                    true => Some(AppProcess::spawn(&self.launch_of(manifest)?, &self.key, false, &self.ctx.tasks).await.map_err(spawn_err)?),
                     false => None,
                 };
                 // A launched app needs a moment to bind its port. Wait for the port with plain TCP
@@ -784,7 +826,13 @@ impl AppServer {
         let held = self.supervision.lock().held;
         let catalog = self.catalog();
         let server = self.live().map(|l| l.session.server_info()).unwrap_or(Value::Null);
+        let confinement = self.confinement.lock().clone().or_else(|| match (self.kind, st.manifest.as_ref()) {
+            (AppKind::App, Some(m)) => Some(crate::apps::sandbox::report(m, &self.ctx.sandbox)),
+            _ => None,
+        });
         json!({
+            // SPEC R48: the app's effective confinement (of its last launch, or as it would be).
+            "confinement": confinement,
             "kind": self.kind.provider_kind(),
             // What the app declared in its handshake (capabilities, serverInfo, protocolVersion),
             // so the browser proxy can answer `initialize` truthfully on its behalf.

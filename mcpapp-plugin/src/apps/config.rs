@@ -52,6 +52,8 @@ pub struct EntryOverride {
     /// Merged over the manifest's `headers`; names are lower-cased.
     pub headers: BTreeMap<String, String>,
     pub working_directory: Option<String>,
+    /// Replaces the manifest's `permissions` part by part (SPEC R48: narrow or widen).
+    pub permissions: Option<crate::apps::permissions::Permissions>,
     /// Problems in this entry (field names like `McpApps.Entries.{id}.Url`). Discovery adds them to the
     /// app's validation errors, so the app goes Failed rather than running with a half-applied override.
     #[serde(skip)]
@@ -97,6 +99,9 @@ impl EntryOverride {
         }
         for (k, v) in &entry.headers {
             m.headers.insert(k.to_ascii_lowercase(), v.clone());
+        }
+        if let Some(p) = &entry.permissions {
+            m.permissions = m.permissions.overridden_by(p);
         }
         m
     }
@@ -351,14 +356,21 @@ fn read_entry(obj: &Map<String, Value>, field: &str) -> EntryOverride {
         environment: r.string_map("Environment").map(|m| m.into_iter().collect()).unwrap_or_default(),
         headers: headers.unwrap_or_default(),
         working_directory: r.string("WorkingDirectory"),
+        permissions: None,
         errors: Vec::new(),
     };
+    if let Some(v) = r.value("Permissions") {
+        let (permissions, problems) = crate::apps::permissions::Permissions::parse(v, &format!("{field}.Permissions"));
+        r.errors.extend(problems.into_iter().map(|(field, message)| ValidationError::new(field, message)));
+        entry.permissions = Some(permissions);
+    }
     warn_unknown_keys(
         obj,
         field,
         &[
             "Enabled", "Transport", "Command", "Arguments", "Url", "ToolNamePrefix", "StartupTimeoutSeconds",
             "RequestTimeoutSeconds", "HealthCheckIntervalSeconds", "Environment", "Headers", "WorkingDirectory",
+            "Permissions",
         ],
     );
     entry.errors = errors;

@@ -136,6 +136,9 @@ pub struct InstallState {
     #[serde(serialize_with = "serialize_unix_millis")]
     pub discovered_at: SystemTime,
     pub transitions: Vec<Transition>,
+    /// The confinement the app gets (SPEC R48), filled in for `gateway-host apps`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<serde_json::Value>,
 }
 
 impl InstallState {
@@ -153,6 +156,7 @@ impl InstallState {
             disabled_reason: None,
             discovered_at: SystemTime::now(),
             transitions: Vec::new(),
+            confinement: None,
         }
     }
 

@@ -44,6 +44,7 @@ pub const MAX_ID_LEN: usize = 128;
 
 /// Every field the manifest format defines; anything else is ignored with a debug log.
 const KNOWN_FIELDS: &[&str] = &[
+    "permissions",
     "id",
     "name",
     "description",
@@ -196,6 +197,8 @@ pub struct Manifest {
     pub capabilities: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// What the app may reach (SPEC R48; `apps/permissions.rs`).
+    pub permissions: crate::apps::permissions::Permissions,
     /// Where the manifest was read from; relative `command`/`workingDirectory` resolve against its
     /// folder. Not part of the JSON format.
     #[serde(skip)]
@@ -232,6 +235,7 @@ impl Default for Manifest {
             tags: Vec::new(),
             capabilities: vec!["tools".to_string()],
             metadata: None,
+            permissions: Default::default(),
             manifest_path: PathBuf::new(),
         }
     }
@@ -371,6 +375,14 @@ impl Manifest {
             tags: r.string_list("tags").unwrap_or_default(),
             capabilities: r.string_list("capabilities").unwrap_or(defaults.capabilities),
             metadata: r.object("metadata"),
+            permissions: r
+                .get("permissions")
+                .map(|v| {
+                    let (permissions, problems) = crate::apps::permissions::Permissions::parse(v, "permissions");
+                    r.errors.extend(problems.into_iter().map(|(field, message)| ValidationError::new(field, message)));
+                    permissions
+                })
+                .unwrap_or_default(),
             manifest_path: manifest_path.to_path_buf(),
             id,
         };
@@ -521,6 +533,7 @@ impl Manifest {
             arguments: self.arguments.clone(),
             working_dir: self.resolved_working_dir(),
             environment: self.environment.clone(),
+            confinement: None,
         }
     }
 
@@ -950,26 +963,7 @@ fn compare_parsed(a: &[u64], b: &[u64]) -> Ordering {
 // Small helpers
 // ---------------------------------------------------------------------------------------------
 
-pub(crate) fn json_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Accepts JSON integers, and floats with no fractional part (some generators write `15.0`).
-pub(crate) fn json_to_u64(v: &Value) -> Option<u64> {
-    let n = v.as_number()?;
-    if let Some(u) = n.as_u64() {
-        return Some(u);
-    }
-    let f = n.as_f64()?;
-    (f >= 0.0 && f.fract() == 0.0 && f <= u64::MAX as f64).then_some(f as u64)
-}
+pub(crate) use crate::apps::json_values::{json_to_u64, json_type_name};
 
 /// serde_json appends " at line L column C"; the position is reported separately.
 fn strip_serde_position(msg: &str) -> String {
@@ -1165,7 +1159,7 @@ mod tests {
             "headers": [], "environment": "x", "hasUi": "true", "uiResourceUri": 1, "toolNamePrefix": 1,
             "startupTimeoutSeconds": "15", "requestTimeoutSeconds": -1, "healthCheckIntervalSeconds": "5",
             "tags": {}, "capabilities": 1,
-            "metadata": []
+            "metadata": [], "permissions": "all"
         });
         let parsed = parse(v);
         let got = fields(&parsed.errors);

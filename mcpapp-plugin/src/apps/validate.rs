@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 
 use crate::apps::discovery::find_manifest_files;
 use crate::apps::manifest::Manifest;
+use crate::apps::sandbox::Sandbox;
 
 /// One JSON result per manifest: `{path, id, valid, errors: ["field: message"], warnings}`.
-pub fn validate_paths(paths: &[String], host_version: &str) -> Vec<Value> {
+pub fn validate_paths(paths: &[String], host_version: &str, sandbox: &Sandbox) -> Vec<Value> {
     let mut out = Vec::new();
     for raw in paths {
         let path = PathBuf::from(raw);
@@ -26,9 +27,9 @@ pub fn validate_paths(paths: &[String], host_version: &str) -> Vec<Value> {
                     "warnings": skipped.iter().map(|s| format!("{}: {}", s.path.display(), s.reason)).collect::<Vec<_>>(),
                 }));
             }
-            out.extend(files.iter().map(|f| validate_file(f, host_version)));
+            out.extend(files.iter().map(|f| validate_file(f, host_version, sandbox)));
         } else if path.exists() {
-            out.push(validate_file(&path, host_version));
+            out.push(validate_file(&path, host_version, sandbox));
         } else {
             out.push(json!({
                 "path": raw, "id": Value::Null, "valid": false,
@@ -39,7 +40,8 @@ pub fn validate_paths(paths: &[String], host_version: &str) -> Vec<Value> {
     out
 }
 
-fn validate_file(path: &Path, host_version: &str) -> Value {
+fn validate_file(path: &Path, host_version: &str, sandbox: &Sandbox) -> Value {
+    let mut confinement = Value::Null;
     let (id, errors, warnings) = match Manifest::load(path) {
         Ok(loaded) => {
             let mut errors: Vec<String> = Vec::new();
@@ -50,6 +52,14 @@ fn validate_file(path: &Path, host_version: &str) -> Value {
             errors.extend(escape_errors.iter().map(ToString::to_string));
             let mut warnings = loaded.warnings;
             warnings.extend(escape_warnings);
+            if loaded.manifest.launches_process() {
+                // SPEC R48: what the app would be confined to; a declared path it will not be
+                // granted is a warning.
+                confinement = crate::apps::sandbox::report(&loaded.manifest, sandbox);
+                for denied in confinement["filesystem"]["denied"].as_array().into_iter().flatten() {
+                    warnings.push(format!("permissions.filesystem: {} is not granted", denied.as_str().unwrap_or_default()));
+                }
+            }
             (Some(loaded.manifest.id.clone()), errors, warnings)
         }
         Err(e) => {
@@ -66,5 +76,6 @@ fn validate_file(path: &Path, host_version: &str) -> Value {
         "valid": errors.is_empty(),
         "errors": errors,
         "warnings": warnings,
+        "confinement": confinement,
     })
 }

@@ -46,6 +46,8 @@ pub struct Core {
     pub registry: Registry,
     pub faults: Faults,
     pub host_version: String,
+    /// `Sandbox.*` (SPEC R48).
+    pub sandbox: Arc<crate::apps::sandbox::Sandbox>,
     /// Cancellation handles of calls in flight, by the host's call id.
     calls: Arc<Calls>,
     /// Tool-name clashes already logged.
@@ -131,7 +133,21 @@ impl Instance {
         } else {
             "this module sends the requests to HTTP apps (the host does not offer HostSink::http_post)"
         };
+        let data_dir = std::path::PathBuf::from(config.data_dir.as_str());
+        let sandbox = crate::apps::sandbox::Sandbox::from_config(&config_value, &config_dir, &data_dir, &apps_config.discovery_paths);
+        for e in &sandbox.errors {
+            tracing::warn!("{}: {}", e.field, e.message);
+        }
+        tracing::info!(
+            mode = sandbox.mode.as_str(),
+            landlock_abi = sandbox.landlock_abi,
+            "apps are confined: Sandbox.Mode {}, Landlock ABI {}",
+            sandbox.mode.as_str(),
+            sandbox.landlock_abi
+        );
+        let sandbox = Arc::new(sandbox);
         let ctx = Arc::new(AppContext {
+            sandbox: sandbox.clone(),
             tasks: runtime.tasks().clone(),
             faults: faults.clone(),
             events: EventSink::new(host),
@@ -150,6 +166,7 @@ impl Instance {
             registry: Registry::new(ctx, apps_config, config_value.clone(), config_dir.clone()),
             faults,
             host_version: config.host_version.into_string(),
+            sandbox,
             calls: Arc::default(),
             clashes_reported: Mutex::new(HashSet::new()),
             watcher: Mutex::new(None),
@@ -289,7 +306,13 @@ impl ModuleInstance for Instance {
 
     fn discover(&self) -> AbiFuture<RString> {
         self.call("discover", Placement::Spawned, NO_CALL_ID, |core, _| async move {
-            let report = tokio::task::block_in_place(|| core.registry.discover());
+            let mut report = tokio::task::block_in_place(|| core.registry.discover());
+            // SPEC R48: what each app would be confined to.
+            for app in &mut report.apps {
+                if let Some(m) = app.manifest.as_ref().filter(|m| m.launches_process()) {
+                    app.confinement = Some(crate::apps::sandbox::report(m, &core.sandbox));
+                }
+            }
             // Into one buffer sized for the report (under 1 KiB an app) rather than one grown by
             // doubling: ten thousand apps are megabytes. The RString takes the buffer as it is.
             let mut text = Vec::with_capacity(4096 + 1024 * report.apps.len());
@@ -433,7 +456,7 @@ async fn invoke(core: &Arc<Core>, method: &str, params: &str, cancel: &Cancellat
         // Validates manifest files (`gateway-host validate`): every problem with its field.
         host_abi::payloads::VALIDATE => {
             let ValidateParams { paths } = serde_json::from_value(params.clone()).unwrap_or_default();
-            let results = tokio::task::block_in_place(|| crate::apps::validate::validate_paths(&paths, &core.host_version));
+            let results = tokio::task::block_in_place(|| crate::apps::validate::validate_paths(&paths, &core.host_version, &core.sandbox));
             Ok(Value::Array(results).to_string().into())
         }
         // The host re-read its configuration (reload) or changed the workspace's MCP servers.

@@ -8,6 +8,7 @@
 //! what the app does during a call back to that call's client — "relay" means only that.
 
 pub mod catalog;
+pub mod confinement;
 pub mod error;
 pub mod notifier;
 pub mod ordering;

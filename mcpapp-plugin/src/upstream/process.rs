@@ -61,6 +61,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::runtime::library::InUse;
+use crate::upstream::confinement;
 use crate::runtime::executor::Tasks;
 use crate::runtime::spawner;
 
@@ -108,6 +109,17 @@ pub struct Launch {
     pub working_dir: PathBuf,
     /// The manifest's `environment` (after `Entries` overrides), on top of what is inherited.
     pub environment: std::collections::BTreeMap<String, String>,
+    /// The confinement to apply in the child (SPEC R48), `None` for none.
+    pub confinement: Option<Confine>,
+}
+
+/// An app's confinement for the spawner: the profile, the Landlock ABI to use (0: none) and a
+/// name for its cgroup.
+#[derive(Debug, Clone, Default)]
+pub struct Confine {
+    pub profile: confinement::Profile,
+    pub landlock_abi: i32,
+    pub cgroup_name: String,
 }
 
 /// A running app process. Dropping it kills the whole process group (and stands its guardian
@@ -119,6 +131,9 @@ pub struct AppProcess {
     pub stdout: Option<ChildStdout>,
     // Dropped after the group is killed (fields drop after `Drop::drop`).
     _guardian: Option<Guardian>,
+    /// The app's pids cgroup (its process limit), removed when the process is gone.
+    pids_group: Option<confinement::PidsGroup>,
+    limits: confinement::Limits,
     /// Keeps the spawner thread (whose exit would be this child's death signal) while the child
     /// lives, instance or not ([`crate::runtime::library`]). Last, so it goes after the guardian.
     _library: InUse,
@@ -132,6 +147,7 @@ struct SpawnRequest {
     env: Vec<(OsString, OsString)>,
     stdio_transport: bool,
     app_id: String,
+    confinement: Option<Confine>,
     /// Taken before the spawner is asked for, so it cannot retire between then and the fork.
     library: InUse,
 }
@@ -153,6 +169,7 @@ impl AppProcess {
             env: child_environment(std::env::vars_os(), &launch.environment),
             stdio_transport,
             app_id: app_id.to_string(),
+            confinement: launch.confinement.clone(),
             command: command.clone(),
             library: crate::runtime::library::in_use(),
         };
@@ -188,7 +205,7 @@ impl AppProcess {
     /// Waits for the process to exit and describes how it ended.
     pub async fn wait(&mut self) -> String {
         match self.child.wait().await {
-            Ok(status) => describe_exit(status),
+            Ok(status) => self.describe_confined_exit(status),
             Err(e) => format!("could not wait for the process: {e}"),
         }
     }
@@ -196,7 +213,7 @@ impl AppProcess {
     /// How the process ended, if it has.
     pub fn try_exit(&mut self) -> Option<String> {
         match self.child.try_wait() {
-            Ok(Some(status)) => Some(describe_exit(status)),
+            Ok(Some(status)) => Some(self.describe_confined_exit(status)),
             Ok(None) => None,
             Err(e) => Some(format!("could not check the process: {e}")),
         }
@@ -216,6 +233,34 @@ impl AppProcess {
         }
         // Stragglers in the group (grandchildren) go too.
         signal_group(self.pgid, libc::SIGKILL);
+        if let Some(group) = &self.pids_group {
+            group.remove();
+        }
+    }
+}
+
+impl AppProcess {
+    /// [`describe_exit`], naming the limit the process crossed when the kernel says so (SPEC R48).
+    fn describe_confined_exit(&self, status: std::process::ExitStatus) -> String {
+        use std::os::unix::process::ExitStatusExt;
+        let mut text = describe_exit(status);
+        let signal = status.signal();
+        if let Some(cpu) = self.limits.cpu_seconds {
+            if signal == Some(libc::SIGXCPU) {
+                text.push_str(&format!(": its CPU time limit ({cpu} s) was reached"));
+            }
+        }
+        if let (Some(max), Some(group)) = (self.limits.processes, &self.pids_group) {
+            if group.limit_hit() {
+                text.push_str(&format!("; it reached its process limit ({max} processes and threads)"));
+            }
+        }
+        if let Some(bytes) = self.limits.memory_bytes {
+            if matches!(signal, Some(libc::SIGABRT) | Some(libc::SIGSEGV) | Some(libc::SIGBUS)) {
+                text.push_str(&format!(" (an allocation refused by its memory limit of {} MiB ends a process this way)", bytes >> 20));
+            }
+        }
+        text
     }
 }
 
@@ -227,7 +272,21 @@ impl Drop for AppProcess {
 
 /// Runs on the spawner thread, inside the caller's runtime context.
 fn spawn_here(request: SpawnRequest) -> Result<AppProcess, SpawnError> {
-    let SpawnRequest { command, arguments, working_dir, env, stdio_transport, app_id, library } = request;
+    let SpawnRequest { command, arguments, working_dir, env, stdio_transport, app_id, confinement, library } = request;
+    let io_err = |source: std::io::Error| SpawnError::Io { command: command.display().to_string(), source };
+    // Built here, before the fork: the child only applies it (see `confinement`).
+    let mut prepared = match &confinement {
+        Some(c) => Some(
+            confinement::Prepared::prepare(&c.profile, c.landlock_abi, &c.cgroup_name)
+                .map_err(|e| io_err(std::io::Error::other(format!("cannot confine the app: {e}"))))?,
+        ),
+        None => None,
+    };
+    for note in prepared.iter().flat_map(|p| p.notes.iter()) {
+        tracing::warn!(app = %app_id, "McpApp '{app_id}': {note}");
+    }
+    let pids_group = prepared.as_mut().and_then(|p| p.pids_group.take());
+    let limits = confinement.as_ref().map(|c| c.profile.limits).unwrap_or_default();
     let mut cmd = Command::new(&command);
     cmd.args(&arguments)
         .current_dir(&working_dir)
@@ -250,10 +309,13 @@ fn spawn_here(request: SpawnRequest) -> Result<AppProcess, SpawnError> {
             if libc::getppid() != parent {
                 libc::_exit(1);
             }
+            if let Some(prepared) = &prepared {
+                prepared.apply_in_child()?;
+            }
             Ok(())
         });
     }
-    let mut child = cmd.spawn().map_err(|source| SpawnError::Io { command: command.display().to_string(), source })?;
+    let mut child = cmd.spawn().map_err(io_err)?;
     let pgid = child.id().map(|p| p as i32).unwrap_or(0);
     let guardian = match Guardian::start(pgid) {
         Ok(g) => Some(g),
@@ -267,7 +329,7 @@ fn spawn_here(request: SpawnRequest) -> Result<AppProcess, SpawnError> {
     };
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
-    Ok(AppProcess { child, pgid, stdin, stdout, _guardian: guardian, _library: library })
+    Ok(AppProcess { child, pgid, stdin, stdout, _guardian: guardian, pids_group, limits, _library: library })
 }
 
 fn signal_group(pgid: i32, signal: i32) {

@@ -8,6 +8,7 @@
 //! Transports: stdio (default) or Streamable HTTP at `/mcp` (`--http ADDR`). Logs only go to
 //! stderr; stdout is the MCP channel in stdio mode.
 
+mod escapes;
 mod faults;
 mod relay;
 mod tasks;
@@ -152,6 +153,9 @@ struct Cli {
     /// Add the tools big, flood_stderr, drop_stream and move_port (faults.rs).
     #[arg(long)]
     fault_tools: bool,
+    /// Add the tool escape, which tries to break out of the gateway's confinement (escapes.rs).
+    #[arg(long)]
+    escape_tool: bool,
     /// HTTP: write the port listened on to this file (again after every move_port).
     #[arg(long, value_name = "PATH")]
     port_file: Option<PathBuf>,
@@ -407,6 +411,10 @@ impl TestApp {
         }
         if self.shared.cli.fault_tools {
             tools.extend(faults::tools(no_args, schema));
+        }
+        if self.shared.cli.escape_tool {
+            let (name, description, input) = escapes::describe();
+            tools.push(Tool::new(name, description, schema(input)));
         }
         if self.shared.cli.schema_2020 {
             let (input, output) = schema_2020();
@@ -735,6 +743,11 @@ impl ServerHandler for TestApp {
                     Some(Ok(())) => text_result(format!("moving to port {port}")),
                     _ => tool_error("move_port works over HTTP only"),
                 }
+            }
+            "escape" if self.shared.cli.escape_tool => {
+                let args = args.clone();
+                let report = tokio::task::spawn_blocking(move || escapes::run(&args)).await.unwrap_or_else(|e| json!({"panic": e.to_string()}));
+                structured_result(report.to_string(), report)
             }
             "show_ui" => structured_result("ui shown", json!({"shown": true})),
             "app_only" => text_result("app only"),

@@ -58,9 +58,32 @@ pub fn write_manifest(root: &Path, folder: &str, manifest: &Value) -> PathBuf {
     dir
 }
 
+/// The flags naming files test-app writes.
+const WRITTEN_FILE_FLAGS: &[&str] = &["--pid-file", "--grandchild-pid-file", "--stubborn-grandchild-pid-file", "--port-file"];
+
+/// The `permissions` of a test-app with these arguments: a confined app (SPEC R48) writes only
+/// where its manifest says, so each file a flag names is made (empty) now and declared writable.
+fn written_files_permissions<S: AsRef<str>>(args: &[S]) -> Value {
+    let mut files = Vec::new();
+    for pair in args.windows(2) {
+        if WRITTEN_FILE_FLAGS.contains(&pair[0].as_ref()) {
+            let path = Path::new(pair[1].as_ref());
+            if let Some(parent) = path.parent() {
+                let _ = std::fs::create_dir_all(parent);
+            }
+            if !path.exists() {
+                std::fs::write(path, "").unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
+            }
+            files.push(pair[1].as_ref().to_string());
+        }
+    }
+    json!({ "filesystem": { "write": files } })
+}
+
 /// A stdio test-app manifest with the given extra arguments.
 pub fn stdio_app(id: &str, args: &[&str]) -> Value {
     json!({
+        "permissions": written_files_permissions(args),
         "id": id,
         "name": format!("Test {id}"),
         "version": "1.2.3",
@@ -79,6 +102,7 @@ pub fn http_app(id: &str, args: &[&str]) -> Value {
     let mut arguments = vec!["--http".to_string(), format!("127.0.0.1:{port}")];
     arguments.extend(args.iter().map(|s| s.to_string()));
     json!({
+        "permissions": written_files_permissions(&arguments),
         "id": id,
         "version": "2.0.0",
         "transport": "http",

@@ -1,0 +1,452 @@
+//! What an app may reach (SPEC R48, issue 41): what it declares (`permissions.rs`, after the
+//! configuration's `Entries`) and `Sandbox.*`, turned into the profile the kernel enforces
+//! (`upstream/confinement.rs`) and the report `apps`, `validate` and `/apps/health` show.
+//!
+//! The profile of an app is:
+//! - read and execute: the app's folder, the program it launches (a program in a `bin/` folder
+//!   brings its prefix: a Python venv, pyenv, nvm), the package of each file its arguments name
+//!   (the outermost `node_modules`, or the venv), [`RUNTIME_READ`] (interpreters, system libraries,
+//!   certificates, time zones, `/proc`), and the declared `filesystem.read`;
+//! - read and write: its data folder `{Gateway.DataPath}/apps/{id}` (its `HOME` and `TMPDIR`),
+//!   [`RUNTIME_WRITE`] (`/dev/null` and friends), and the declared `filesystem.write`;
+//! - network: as declared, default `none`;
+//! - limits: as declared, else [`DEFAULT_LIMITS`].
+//!
+//! A declared path is relative to the app's folder (`~/` is the user's home). A path that would
+//! open the gateway's own configuration, data, module library or another app's folder — the path
+//! itself, a folder holding one of them, or a place inside the gateway's data — is not granted,
+//! and the report says so.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::apps::manifest::{Manifest, Transport, ValidationError};
+use crate::apps::permissions::{get, LimitsDecl, NetworkDecl};
+use crate::upstream::confinement::{self, Limits, Mode, Profile};
+use crate::upstream::process::Confine;
+
+/// Read and execute for every app: what interpreters and their programs need. Missing ones are
+/// skipped.
+pub const RUNTIME_READ: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix/store",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl", "/etc/ca-certificates",
+    "/etc/pki", "/etc/resolv.conf", "/etc/hosts", "/etc/host.conf", "/etc/gai.conf", "/etc/nsswitch.conf",
+    "/etc/passwd", "/etc/group", "/etc/localtime", "/etc/timezone", "/etc/mime.types", "/etc/os-release",
+    "/etc/alternatives", "/etc/protocols", "/etc/services", "/etc/python3", "/etc/node",
+    "/run/systemd/resolve", "/proc", "/sys/devices/system/cpu", "/sys/fs/cgroup",
+];
+
+/// Read and write for every app.
+pub const RUNTIME_WRITE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+
+/// Limits of an app that declares none.
+pub const DEFAULT_LIMITS: LimitsDecl = LimitsDecl {
+    memory_mb: Some(2048),
+    processes: Some(256),
+    open_files: Some(4096),
+    cpu_seconds: Some(86_400),
+};
+
+/// `Sandbox.*` and what the gateway knows that confinement needs.
+#[derive(Debug, Clone, Default)]
+pub struct Sandbox {
+    pub mode: Mode,
+    /// The Landlock ABI of the kernel (0: none, or `Sandbox.SimulateNoLandlock`).
+    pub landlock_abi: i32,
+    /// `Gateway.DataPath`: apps' data folders are under `apps/` in it; the rest is never granted.
+    pub data_dir: PathBuf,
+    /// Paths no app may be granted, nor a folder holding one (the configuration folder and its
+    /// `appsettings*.json`, the data folder, the module library, the gateway's program).
+    pub protected: Vec<PathBuf>,
+    /// The discovery folders: an app is granted none of them as a whole, and nothing inside them
+    /// but its own folder (other apps' folders).
+    pub apps_roots: Vec<PathBuf>,
+    /// Problems with `Sandbox.*` (a bad mode reads as enforce).
+    pub errors: Vec<ValidationError>,
+}
+
+impl Sandbox {
+    pub fn from_config(config: &Value, config_dir: &Path, data_dir: &Path, discovery_paths: &[PathBuf]) -> Sandbox {
+        let section = config
+            .as_object()
+            .and_then(|o| get(o, "Sandbox"))
+            .or_else(|| config.as_object().and_then(|o| get(o, "OpenClaw")).and_then(|v| v.as_object()).and_then(|o| get(o, "Sandbox")))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mut errors = Vec::new();
+        let mode = match get(&section, "Mode").and_then(Value::as_str) {
+            None => Mode::Enforce,
+            Some(s) => Mode::parse(s).unwrap_or_else(|| {
+                errors.push(ValidationError::new("Sandbox.Mode", format!("'{s}' is not enforce, warn or off; using enforce")));
+                Mode::Enforce
+            }),
+        };
+        let simulate = get(&section, "SimulateNoLandlock")
+            .map(|v| v.as_bool().unwrap_or_else(|| v.as_str().is_some_and(|s| s.eq_ignore_ascii_case("true"))))
+            .unwrap_or(false);
+        let mut protected = vec![absolute(config_dir), absolute(data_dir)];
+        if let Ok(entries) = std::fs::read_dir(config_dir) {
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().to_ascii_lowercase();
+                if name.starts_with("appsettings") && name.ends_with(".json") {
+                    protected.push(absolute(&e.path()));
+                }
+            }
+        }
+        protected.extend(module_library_path());
+        protected.extend(std::env::current_exe().ok().map(|p| absolute(&p)));
+        let apps_roots = discovery_paths.iter().map(|p| absolute(p)).collect();
+        Sandbox { mode, landlock_abi: confinement::landlock_abi(simulate), data_dir: absolute(data_dir), protected, apps_roots, errors }
+    }
+
+    /// The app's private data folder.
+    pub fn app_data_dir(&self, id: &str) -> PathBuf {
+        self.data_dir.join("apps").join(id)
+    }
+}
+
+/// The module library this code runs in (`dladdr` of one of its functions).
+fn module_library_path() -> Option<PathBuf> {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the loader's tables; the name it returns lives as long as the library.
+    let found = unsafe { libc::dladdr(module_library_path as *const libc::c_void, &mut info) };
+    if found == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string of the loader's.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    use std::os::unix::ffi::OsStrExt as _;
+    let path = PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
+    path.is_absolute().then(|| absolute(&path))
+}
+
+/// A path made absolute and with symlinks resolved when it exists (lexically cleaned otherwise).
+fn absolute(p: &Path) -> PathBuf {
+    if let Ok(c) = std::fs::canonicalize(p) {
+        return c;
+    }
+    let base = if p.is_absolute() { PathBuf::new() } else { std::env::current_dir().unwrap_or_default() };
+    let mut out = PathBuf::new();
+    for c in base.join(p).components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME").map(PathBuf::from).filter(|h| h.is_absolute())
+}
+
+fn resolve_declared(manifest: &Manifest, p: &str) -> PathBuf {
+    if let (Some(rest), Some(home)) = (p.strip_prefix("~/"), home()) {
+        return absolute(&home.join(rest));
+    }
+    if p == "~" {
+        return home().map(|h| absolute(&h)).unwrap_or_default();
+    }
+    absolute(&absolute(manifest.manifest_dir()).join(p))
+}
+
+/// A program found on `PATH`, as `exec` would.
+fn on_path(name: &str, env_path: Option<&str>) -> Option<PathBuf> {
+    let path = env_path.map(str::to_string).or_else(|| std::env::var("PATH").ok())?;
+    path.split(':').filter(|d| !d.is_empty()).map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+}
+
+/// The folders that come with a program or script file: the prefix of a program in a `bin/`
+/// folder (and, for a venv, its interpreter's prefix), the outermost `node_modules` holding a
+/// script, else the file itself.
+fn package_of(file: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut outermost_modules = None;
+    for a in file.ancestors().skip(1) {
+        if a.file_name().is_some_and(|n| n == "node_modules") {
+            outermost_modules = Some(a.to_path_buf());
+        }
+    }
+    if let Some(m) = outermost_modules {
+        out.push(m);
+        return out;
+    }
+    out.push(file.to_path_buf());
+    // Symlinks too: /venv/bin/python → /root/.pyenv/versions/3.12/bin/python3.12.
+    let targets = [Some(file.to_path_buf()), std::fs::canonicalize(file).ok()];
+    for f in targets.into_iter().flatten() {
+        if let Some(bin) = f.parent().filter(|p| p.file_name().is_some_and(|n| n == "bin")) {
+            if let Some(prefix) = bin.parent() {
+                out.push(prefix.to_path_buf());
+                if let Ok(cfg) = std::fs::read_to_string(prefix.join("pyvenv.cfg")) {
+                    for line in cfg.lines() {
+                        if let Some(home) = line.split_once('=').filter(|(k, _)| k.trim() == "home").map(|(_, v)| v.trim()) {
+                            if let Some(p) = Path::new(home).parent() {
+                                out.push(p.to_path_buf());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// An app's confinement: what to enforce and the report of it, or why it may not start.
+pub struct Effective {
+    pub confine: Option<Confine>,
+    /// Shown by `apps`, `validate` and `/apps/health` (`confinement` in an app's details).
+    pub report: Value,
+    /// `HOME` and `TMPDIR` for the app (its data folder), when confined.
+    pub data_dir: Option<PathBuf>,
+    /// One warning to log (warn mode without Landlock).
+    pub warning: Option<String>,
+}
+
+/// The message of an app refused by enforce mode on a kernel without Landlock.
+pub const NO_LANDLOCK: &str = "Sandbox.Mode is enforce but this kernel offers no Landlock (Linux 5.13 or later with landlock among the LSMs), so the app cannot be confined and is not started; set Sandbox.Mode to warn to start apps with seccomp, limits and network namespaces only, or to off";
+
+/// The profile of `manifest` (the effective one, after `Entries`) under `sandbox`.
+/// `Err` when the app may not start (enforce mode without Landlock).
+pub fn effective(manifest: &Manifest, sandbox: &Sandbox) -> Result<Effective, String> {
+    if sandbox.mode == Mode::Off {
+        return Ok(Effective {
+            confine: None,
+            report: json!({ "mode": "off", "confined": false }),
+            data_dir: None,
+            warning: None,
+        });
+    }
+    let mut warning = None;
+    if sandbox.landlock_abi == 0 {
+        if sandbox.mode == Mode::Enforce {
+            return Err(NO_LANDLOCK.to_string());
+        }
+        warning = Some(format!(
+            "McpApp '{}' starts without filesystem confinement: this kernel offers no Landlock (Sandbox.Mode is warn); seccomp, limits and network namespaces still apply",
+            manifest.id
+        ));
+    }
+    let perms = &manifest.permissions;
+    let mut notes: Vec<String> = Vec::new();
+    let mut read: Vec<PathBuf> = Vec::new();
+    let mut write: Vec<PathBuf> = Vec::new();
+    let app_dir = absolute(manifest.manifest_dir());
+    let data_dir = sandbox.app_data_dir(&manifest.id);
+    read.push(app_dir.clone());
+    // The program and the packages of the files its arguments name.
+    let program = manifest.resolved_command().and_then(|c| {
+        if c.components().count() > 1 { Some(absolute(&c)) } else { on_path(&c.to_string_lossy(), manifest.environment.get("PATH").map(String::as_str)) }
+    });
+    let mut launched: Vec<PathBuf> = program.iter().flat_map(|p| package_of(p)).collect();
+    for a in &manifest.arguments {
+        let p = Path::new(a);
+        if p.is_absolute() && p.is_file() {
+            launched.extend(package_of(&absolute(p)));
+        }
+    }
+    let mut denied = Vec::new();
+    let grant = |list: &mut Vec<PathBuf>, p: PathBuf, denied: &mut Vec<String>| {
+        if let Some(why) = forbidden(&p, sandbox, &app_dir, &data_dir) {
+            denied.push(format!("{}: {why}", p.display()));
+        } else if !list.contains(&p) {
+            list.push(p);
+        }
+    };
+    for p in launched {
+        grant(&mut read, p, &mut denied);
+    }
+    let fs = perms.filesystem.clone().unwrap_or_default();
+    for p in &fs.read {
+        grant(&mut read, resolve_declared(manifest, p), &mut denied);
+    }
+    write.push(data_dir.clone());
+    for p in &fs.write {
+        grant(&mut write, resolve_declared(manifest, p), &mut denied);
+    }
+    // Network.
+    let http_port = (manifest.transport == Transport::Http)
+        .then(|| manifest.url.as_deref().and_then(url_port))
+        .flatten();
+    let stdio = manifest.transport == Transport::Stdio;
+    let network = perms.network.clone().unwrap_or(NetworkDecl::None);
+    let bind_ports: Vec<u16> = http_port.into_iter().collect();
+    let (connect_ports, private_network, loopback_up, network_text) = match &network {
+        NetworkDecl::Any => (None, false, false, "any".to_string()),
+        NetworkDecl::None if stdio => (Some(Vec::new()), true, false, "none (a network namespace of its own, no TCP)".to_string()),
+        NetworkDecl::None => (Some(Vec::new()), false, false, format!("none but serving on port {}", http_port.unwrap_or(0))),
+        NetworkDecl::Loopback if stdio => (None, true, true, "loopback (a network namespace of its own with only its loopback)".to_string()),
+        NetworkDecl::Loopback => {
+            notes.push("network 'loopback' of an HTTP app is not enforced by address (it shares the host's network to be reachable); TCP is not restricted".into());
+            (None, false, false, "loopback (not enforced: HTTP app)".to_string())
+        }
+        NetworkDecl::Endpoints(list) => {
+            let mut ports: Vec<u16> = list.iter().map(|e| e.port).collect();
+            ports.sort_unstable();
+            ports.dedup();
+            (Some(ports.clone()), false, false, format!("TCP connect to ports {ports:?} only (Landlock filters ports, not hosts)"))
+        }
+    };
+    if sandbox.landlock_abi == 0 {
+        notes.push("no Landlock: filesystem and TCP port rules not enforced".into());
+    }
+    let decl = perms.limits.unwrap_or_default();
+    let limits = LimitsDecl {
+        memory_mb: decl.memory_mb.or(DEFAULT_LIMITS.memory_mb),
+        processes: decl.processes.or(DEFAULT_LIMITS.processes),
+        open_files: decl.open_files.or(DEFAULT_LIMITS.open_files),
+        cpu_seconds: decl.cpu_seconds.or(DEFAULT_LIMITS.cpu_seconds),
+    };
+    let profile = Profile {
+        read: read.clone(),
+        write: write.clone(),
+        runtime_read: RUNTIME_READ.iter().map(PathBuf::from).collect(),
+        runtime_write: RUNTIME_WRITE.iter().map(PathBuf::from).collect(),
+        connect_ports,
+        bind_ports: bind_ports.clone(),
+        private_network,
+        loopback_up,
+        limits: Limits {
+            memory_bytes: limits.memory_mb.map(|m| m << 20),
+            processes: limits.processes,
+            open_files: limits.open_files,
+            cpu_seconds: limits.cpu_seconds,
+        },
+    };
+    let shown = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+    // The report lists the runtime paths that exist after the app's own.
+    let exists = |p: &&&str| Path::new(p).exists();
+    read.extend(RUNTIME_READ.iter().filter(exists).map(PathBuf::from));
+    write.extend(RUNTIME_WRITE.iter().filter(exists).map(PathBuf::from));
+    let report = json!({
+        "mode": sandbox.mode.as_str(),
+        "confined": true,
+        "landlockAbi": sandbox.landlock_abi,
+        "filesystem": { "read": shown(&read), "write": shown(&write), "denied": denied },
+        "network": network_text,
+        "bindPorts": bind_ports,
+        "limits": limits,
+        "seccompDenied": confinement::DENIED_SYSCALLS.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        "noNewPrivs": true,
+        "notes": notes,
+    });
+    Ok(Effective {
+        confine: Some(Confine { profile, landlock_abi: sandbox.landlock_abi, cgroup_name: manifest.id.clone() }),
+        report,
+        data_dir: Some(data_dir),
+        warning,
+    })
+}
+
+/// The report of an app's confinement without starting it (`validate`, an app not yet started).
+pub fn report(manifest: &Manifest, sandbox: &Sandbox) -> Value {
+    match effective(manifest, sandbox) {
+        Ok(e) => e.report,
+        Err(why) => json!({ "mode": sandbox.mode.as_str(), "confined": false, "refused": why }),
+    }
+}
+
+fn url_port(url: &str) -> Option<u16> {
+    let rest = url.split_once("://").map(|(_, r)| r)?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map(|(_, a)| a).unwrap_or(authority);
+    match authority.rsplit_once(':') {
+        Some((_, port)) if !port.contains(']') => port.parse().ok(),
+        _ => Some(if url.starts_with("https") { 443 } else { 80 }),
+    }
+}
+
+/// Why a path may not be granted, if it may not.
+fn forbidden(p: &Path, sandbox: &Sandbox, app_dir: &Path, own_data: &Path) -> Option<String> {
+    if p.as_os_str().is_empty() || p == Path::new("/") {
+        return Some("the whole filesystem".into());
+    }
+    if p.starts_with(&sandbox.data_dir) && !p.starts_with(own_data) {
+        return Some("inside the gateway's data folder".into());
+    }
+    for protected in &sandbox.protected {
+        if protected.starts_with(p) {
+            return Some(format!("would open the gateway's {}", protected.display()));
+        }
+    }
+    for root in &sandbox.apps_roots {
+        if root.starts_with(p) {
+            return Some(format!("would open every app's folder in {}", root.display()));
+        }
+        if p.starts_with(root) && !p.starts_with(app_dir) {
+            return Some("another app's folder".into());
+        }
+    }
+    None
+}
+
+/// Makes an app's data folder (owner only) before its launch.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// `HOME` and `TMPDIR` of a confined app: its data folder, unless its manifest sets them.
+pub fn data_environment(environment: &mut BTreeMap<String, String>, data_dir: &Path) {
+    for key in ["HOME", "TMPDIR"] {
+        environment.entry(key.to_string()).or_insert_with(|| data_dir.display().to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apps::permissions::FilesystemDecl;
+
+    #[test]
+    fn the_gateways_own_paths_are_never_granted() {
+        let root = tempfile::tempdir().unwrap();
+        let config = root.path().join("cfg");
+        let data = config.join(".gateway-data");
+        let apps = config.join("mcpapps");
+        let app = apps.join("a");
+        std::fs::create_dir_all(&app).unwrap();
+        std::fs::create_dir_all(&data).unwrap();
+        let sandbox = Sandbox {
+            mode: Mode::Enforce,
+            landlock_abi: 7,
+            data_dir: absolute(&data),
+            protected: vec![absolute(&config), absolute(&data)],
+            apps_roots: vec![absolute(&apps)],
+            errors: Vec::new(),
+        };
+        let mut m = Manifest { id: "a".into(), command: Some("/bin/true".into()), manifest_path: app.join("openclaw.mcpapp.json"), ..Default::default() };
+        m.permissions.filesystem = Some(FilesystemDecl {
+            read: vec!["..".into(), "../../.gateway-data".into(), "/".into(), "own".into(), "../b".into()],
+            write: vec!["../../.gateway-data/apps/b".into()],
+        });
+        let e = effective(&m, &sandbox).unwrap();
+        let report = e.report;
+        let denied = report["filesystem"]["denied"].as_array().unwrap();
+        assert_eq!(denied.len(), 5, "{denied:?}");
+        let read: Vec<&str> = report["filesystem"]["read"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert!(read.contains(&absolute(&app).to_str().unwrap()));
+        assert!(read.contains(&absolute(&app.join("own")).to_str().unwrap()));
+        let write: Vec<&str> = report["filesystem"]["write"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert_eq!(write[0], absolute(&data).join("apps/a").to_str().unwrap());
+    }
+
+    #[test]
+    fn enforce_without_landlock_refuses_and_warn_warns() {
+        let mut sandbox = Sandbox { mode: Mode::Enforce, landlock_abi: 0, data_dir: std::env::temp_dir(), ..Default::default() };
+        let m = Manifest { id: "a".into(), command: Some("/bin/true".into()), ..Default::default() };
+        assert_eq!(effective(&m, &sandbox).err().as_deref(), Some(NO_LANDLOCK));
+        sandbox.mode = Mode::Warn;
+        let e = effective(&m, &sandbox).unwrap();
+        assert!(e.warning.unwrap().contains("no Landlock"));
+        sandbox.mode = Mode::Off;
+        assert!(effective(&m, &sandbox).unwrap().confine.is_none());
+    }
+}
