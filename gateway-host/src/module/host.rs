@@ -97,7 +97,7 @@ impl HostSink for GatewaySink {
 pub fn app_json(a: &AppDescriptor) -> Value {
     let non_empty = |s: &str| if s.is_empty() { Value::Null } else { Value::from(s) };
     // SPEC R48: the app's effective confinement, as the module reports it (shown as it is).
-    let confinement = AppDetail::from_json(a.detail_json.as_str()).rest.remove("confinement").unwrap_or(Value::Null);
+    let confinement = super::payloads::app_detail(a.detail_json.as_str()).rest.remove("confinement").unwrap_or(Value::Null);
     serde_json::json!({
         "confinement": confinement,
         "id": a.id.as_str(),
