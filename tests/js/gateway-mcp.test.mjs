@@ -3,7 +3,7 @@
 // model-side rules, list_changed when an app goes away, and the McpCompatibility switches.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -57,7 +57,9 @@ describe("/mcp with GroceryInventory, a test app and a Plugins.Mcp server", () =
     crashPidFile = path.join(dir.dir, "victim.pid");
     writeManifest(dir.apps, "grocery-inventory", await groceryManifest());
     writeManifest(dir.apps, "tapp", testApp("tapp"));
-    writeManifest(dir.apps, "victim", testApp("victim", ["--pid-file", crashPidFile]));
+    // A confined app (SPEC R48) writes only what its manifest declares: the file, made now.
+    writeFileSync(crashPidFile, "");
+    writeManifest(dir.apps, "victim", testApp("victim", ["--pid-file", crashPidFile], { permissions: { filesystem: { write: [crashPidFile] } } }));
     // A later app whose prefixed name clashes with GroceryInventory's: refused for the later app.
     writeManifest(dir.apps, "zz-clash", testApp("zz-clash", ["--extra-tool", "get_low_stock"], { toolNamePrefix: "grocery." }));
     const config = gatewayConfig(dir.apps, {

@@ -453,6 +453,9 @@ async def test_listen_on_mcp_gets_tools_list_changed_when_an_app_process_dies(di
     pid_file = tmp_path / "victim.pid"
     manifest = app_manifest(app_id)
     manifest["arguments"] += ["--pid-file", str(pid_file)]
+    # A confined app (SPEC R48) writes only what its manifest declares: the file, made now.
+    pid_file.write_text("")
+    manifest["permissions"] = {"filesystem": {"write": [str(pid_file)]}}
     staging = gw.apps_dir.parent / f"staging-{app_id}"
     staging.mkdir()
     (staging / "openclaw.mcpapp.json").write_text(json.dumps(manifest, indent=2))
