@@ -98,6 +98,9 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
     // start, and says which store (the URL without its password) and why.
     state.store_health.check().await.map_err(|why| format!("the chat session store is not reachable at startup: {why}"))?;
     state.store_health.watch(state.shutdown.child_token());
+    if let Some(replicas) = &state.replicas {
+        replicas.join(state.shutdown.child_token()).await?;
+    }
     state.tools.follow_module();
     let router = http::router(state.clone());
     let own = http::sandbox::OwnOrigins::new(

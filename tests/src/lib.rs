@@ -34,6 +34,8 @@ use std::time::{Duration, Instant};
 pub use serde_json::{json, Value};
 
 pub mod chat;
+pub mod own_redis;
+pub mod round_robin;
 pub mod scripted_llm;
 
 /// How long [`GatewayProcess::start`] waits for the `Gateway listening on` line.

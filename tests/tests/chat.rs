@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use gateway_e2e::chat::{start_chat, Frame};
 use gateway_e2e::scripted_llm::{Gate, Outcome, Reply, ScriptedLlm, ScriptedToolCall};
+use gateway_e2e::own_redis::OwnRedis;
 use gateway_e2e::{free_port, json, release_bin, wait_until, GatewayOptions, GatewayProcess, Value};
 
 fn secs(n: u64) -> Duration {
@@ -1234,34 +1235,6 @@ fn initialize_era_mcp_sessions_are_served_by_either_replica() {
         assert_eq!(ended.status().as_u16(), 200, "{path} DELETE on B");
         let (status, _, _) = legacy_mcp(&b, path, &session, json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}));
         assert_eq!(status, 404, "{path}: the ended session is still served by B");
-    }
-}
-
-/// A `redis-server` of the test's own on `port` (no persistence), killed on drop.
-struct OwnRedis(std::process::Child);
-
-impl OwnRedis {
-    fn start(port: u16) -> OwnRedis {
-        let child = std::process::Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server (scripts/test.sh installs it)");
-        let up = wait_until(secs(10), Duration::from_millis(50), || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
-        assert!(up, "redis-server never listened on {port}");
-        OwnRedis(child)
-    }
-
-    fn keys(port: u16, pattern: &str) -> Vec<String> {
-        let out = std::process::Command::new("redis-cli").args(["-p", &port.to_string(), "--scan", "--pattern", pattern]).output().expect("redis-cli");
-        String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).filter(|l| !l.is_empty()).collect()
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

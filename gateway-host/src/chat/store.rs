@@ -142,6 +142,41 @@ pub trait SessionStore: Send + Sync {
         Box::pin(std::future::ready(Ok(())))
     }
 
+    // Replicas (SPEC R49, `http/replicas/`): who is alive at which address, and which replica
+    // holds a call parked for its client's retry or a task. A single-process store has no other
+    // replica: the defaults know of none.
+
+    /// Says that replica `replica` is alive and reachable at `url`, for `ttl` (renewed by its
+    /// heartbeat; a replica that stops beating is gone once it runs out).
+    fn beat<'a>(&'a self, _replica: &'a str, _url: &'a str, _ttl: std::time::Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Where replica `replica` is reached, while it beats.
+    fn replica_url<'a>(&'a self, _replica: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// A replica leaving in an orderly way (its heartbeat record goes at once).
+    fn leave<'a>(&'a self, _replica: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// How many replicas beat now.
+    fn replicas(&self) -> BoxFuture<'_, Result<usize, StoreError>> {
+        Box::pin(std::future::ready(Ok(1)))
+    }
+
+    /// Records that `replica` holds `handle` (a `requestState`, a task id) for `ttl`.
+    fn claim<'a>(&'a self, _handle: &'a str, _replica: &'a str, _ttl: std::time::Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// The replica that holds `handle`, if one claimed it and the claim has not run out.
+    fn owner<'a>(&'a self, _handle: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
     /// Connects to the answers other replicas forward to this one (`None`: there are no others).
     fn forwarded_inputs(&self) -> Option<BoxFuture<'static, Result<BoxStream<'static, ForwardedInput>, StoreError>>> {
         None

@@ -12,6 +12,11 @@
 //!   params), so any replica restores it; a day after it was made
 //! - channel `inputs`: answers that reached another replica than the one whose turn asked,
 //!   published as JSON (`ForwardedInput`) for the replica that waits
+//! - `replica:{id}`  string: the URL a replica is reached at, with the TTL its heartbeat renews
+//!   (`http/replicas/`)
+//! - `replicas`      sorted set: the replicas beating, scored by when their record runs out (ms)
+//! - `owner:{handle}` string: the replica holding a parked call (`requestState`) or a task (its
+//!   id), as long as either may be asked for
 //!
 //! A turn is appended by one Lua script (atomic: nothing else runs in between, and a replica
 //! that dies mid-call either ran it or did not). How much survives a Redis crash is Redis's
@@ -226,6 +231,30 @@ impl RedisStore {
 
     fn mcp_session_key(&self, session_id: &str) -> String {
         format!("{}mcp:{session_id}", self.prefix)
+    }
+
+    fn replica_key(&self, replica: &str) -> String {
+        format!("{}replica:{replica}", self.prefix)
+    }
+
+    fn replicas_key(&self) -> String {
+        format!("{}replicas", self.prefix)
+    }
+
+    fn owner_key(&self, handle: &str) -> String {
+        format!("{}owner:{handle}", self.prefix)
+    }
+
+    /// `SET key value PX ttl`.
+    async fn set_for(&self, key: String, value: &str, ttl: Duration) -> Result<(), StoreError> {
+        let mut conn = self.conn().await?;
+        let ms = ttl.as_millis().max(1) as u64;
+        redis::cmd("SET").arg(key).arg(value).arg("PX").arg(ms).query_async::<()>(&mut conn).await.map_err(redis_err)
+    }
+
+    async fn get(&self, key: String) -> Result<Option<String>, StoreError> {
+        let mut conn = self.conn().await?;
+        redis::cmd("GET").arg(key).query_async(&mut conn).await.map_err(redis_err)
     }
 
     fn inputs_channel(&self) -> String {
@@ -443,6 +472,54 @@ impl SessionStore for RedisStore {
             Ok(receivers > 0)
         }
         .boxed()
+    }
+
+    fn beat<'a>(&'a self, replica: &'a str, url: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            let ms = ttl.as_millis().max(1) as u64;
+            redis::pipe()
+                .cmd("SET").arg(self.replica_key(replica)).arg(url).arg("PX").arg(ms).ignore()
+                .cmd("ZADD").arg(self.replicas_key()).arg(now_ms() + ms as i64).arg(replica).ignore()
+                .cmd("ZREMRANGEBYSCORE").arg(self.replicas_key()).arg("-inf").arg(now_ms()).ignore()
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(redis_err)
+        }
+        .boxed()
+    }
+
+    fn replica_url<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        self.get(self.replica_key(replica)).boxed()
+    }
+
+    fn leave<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            redis::pipe()
+                .cmd("DEL").arg(self.replica_key(replica)).ignore()
+                .cmd("ZREM").arg(self.replicas_key()).arg(replica).ignore()
+                .query_async::<()>(&mut conn)
+                .await
+                .map_err(redis_err)
+        }
+        .boxed()
+    }
+
+    fn replicas(&self) -> BoxFuture<'_, Result<usize, StoreError>> {
+        async move {
+            let mut conn = self.conn().await?;
+            redis::cmd("ZCOUNT").arg(self.replicas_key()).arg(now_ms()).arg("+inf").query_async(&mut conn).await.map_err(redis_err)
+        }
+        .boxed()
+    }
+
+    fn claim<'a>(&'a self, handle: &'a str, replica: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        self.set_for(self.owner_key(handle), replica, ttl).boxed()
+    }
+
+    fn owner<'a>(&'a self, handle: &'a str) -> BoxFuture<'a, Result<Option<String>, StoreError>> {
+        self.get(self.owner_key(handle)).boxed()
     }
 
     fn forwarded_inputs(&self) -> Option<BoxFuture<'static, Result<futures::stream::BoxStream<'static, ForwardedInput>, StoreError>>> {

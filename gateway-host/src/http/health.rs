@@ -19,15 +19,21 @@ use super::GatewayState;
 /// `sessions` says whether the chat session store answers (`up`, and the store's error while a
 /// shared store does not). The status stays 200 meanwhile: this is the process's liveness, and
 /// the replicas share that store, so taking one out would not help; the outage shows here, in
-/// the metric `gateway_session_store_up` and in the log.
+/// the metric `gateway_session_store_up` and in the log. With replicas (`http/replicas/`),
+/// `replicas` names this one and counts those whose heartbeat is recorded.
 pub async fn healthz(State(state): State<Arc<GatewayState>>) -> Json<Value> {
     let store = state.store_health.check().await;
-    Json(json!({
+    let mut health = json!({
         "ok": true,
         "module": state.module.summary(),
         "swaps": state.module.swap_history(),
         "sessions": state.store_health.report(&store),
-    }))
+    });
+    if let Some(replicas) = &state.replicas {
+        // This replica's id, and how many beat now (null while the store does not answer).
+        health["replicas"] = json!({ "replica": replicas.id, "count": replicas.count().await.ok() });
+    }
+    Json(health)
 }
 
 /// `GET /apps/health` (R31): the anchor-compatible summary (`ok`, `name`, `mcp`, `sandbox`) and

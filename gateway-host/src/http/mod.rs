@@ -40,6 +40,7 @@ mod host_page;
 mod json_error;
 pub(crate) mod mcp;
 mod metrics;
+pub mod replicas;
 pub mod sandbox;
 mod tools;
 mod workspace_mcp;
@@ -73,6 +74,8 @@ pub struct GatewayState {
     pub store_health: Arc<crate::chat::store_health::StoreHealth>,
     /// The resources held at the apps for the clients of both MCP endpoints.
     resource_holds: Arc<mcp::resource_holds::ResourceHolds>,
+    /// This replica among those sharing its session store (`None`: alone, or no cluster secret).
+    pub replicas: Option<Arc<replicas::Replicas>>,
 }
 
 impl GatewayState {
@@ -100,6 +103,7 @@ impl GatewayState {
             tracing::info!("Chat agent: {why}");
         }
         let shared_sessions = mcp::mcp_sessions::for_store(&store);
+        let replicas = replicas::Replicas::from_settings(&settings, store.clone(), &bound)?;
         let store_health = crate::chat::store_health::StoreHealth::new(store.clone(), metrics.clone());
         let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider, metrics.clone()));
         let shutdown = CancellationToken::new();
@@ -112,6 +116,7 @@ impl GatewayState {
             shutdown.child_token(),
             metrics.clone(),
             resource_holds.clone(),
+            claims(&replicas),
         );
         Ok(GatewayState {
             module,
@@ -129,8 +134,14 @@ impl GatewayState {
             metrics,
             store_health,
             resource_holds,
+            replicas,
         })
     }
+}
+
+/// What records the handles this replica holds, when replicas share its clients.
+fn claims(replicas: &Option<Arc<replicas::Replicas>>) -> Option<Arc<dyn crate::module::relay::Claims>> {
+    replicas.clone().map(|r| r as Arc<dyn crate::module::relay::Claims>)
 }
 
 pub fn router(state: Arc<GatewayState>) -> Router {
@@ -138,6 +149,9 @@ pub fn router(state: Arc<GatewayState>) -> Router {
     let limit = mcp::jsonrpc_gate::BodyLimit(mcp::apps_mcp::max_request_bytes(&state.settings));
     let gate = from_fn_with_state(limit, mcp::jsonrpc_gate::gate);
     let session_end = axum::middleware::from_fn(mcp::endpoint_config::session_end_status);
+    // After the gate (it reads the message) and auth: a request for a call another replica holds
+    // goes there.
+    let to_owner = from_fn_with_state(state.replicas.clone(), replicas::forward::to_owner);
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::scrape))
@@ -160,7 +174,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/sessions", get(chat::list))
         .route("/apps/sessions/{id}", get(chat::get).patch(chat::rename).delete(chat::delete))
         .route("/apps/sessions/{id}/opened", post(chat::opened))
-        .route("/apps/mcp/{app_id}", any(mcp::apps_mcp::handle).layer(gate.clone()).layer(session_end.clone()))
+        .route("/apps/mcp/{app_id}", any(mcp::apps_mcp::handle).layer(to_owner.clone()).layer(gate.clone()).layer(session_end.clone()))
         .nest_service("/mcp", {
             // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
             let mux = (!mcp::endpoint_config::tools_only(&state.settings)).then(|| {
@@ -176,9 +190,11 @@ pub fn router(state: Arc<GatewayState>) -> Router {
                 mcp::mcp_sessions::for_store(state.chat.store()),
                 state.shutdown.child_token(),
                 state.resource_holds.clone(),
+                claims(&state.replicas),
             );
             Router::new()
                 .fallback(move |request: axum::extract::Request| mcp::gateway_mcp::handle(service.clone(), short.clone(), request))
+                .layer(to_owner)
                 .layer(gate)
                 .layer(session_end)
         })

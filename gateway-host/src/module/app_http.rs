@@ -187,7 +187,7 @@ fn upstream(error: &(dyn std::error::Error + 'static)) -> AbiError {
 
 /// An HTTP client's message with its causes (their own say only "error sending request for url"
 /// or "client error (Connect)").
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

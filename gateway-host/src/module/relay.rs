@@ -132,25 +132,45 @@ impl<T: Send + 'static> RelayedCall<T> {
     }
 }
 
+/// Where a replica records the handles it holds (a parked call's `requestState`, a task's id) so
+/// that another replica a client's next request reaches can send it on (`http/replicas/`).
+pub trait Claims: Send + Sync {
+    /// Records that this replica holds `handle` for `ttl`; done before the client is given it.
+    fn claim<'a>(&'a self, handle: &'a str, ttl: Duration) -> futures::future::BoxFuture<'a, ()>;
+}
+
 /// Calls waiting between the rounds of a multi-round-trip client, by `requestState`.
 pub struct Parked<T> {
     calls: Mutex<HashMap<String, (RelayedCall<T>, Instant)>>,
+    /// Set when replicas share the calls' clients: each `requestState` is claimed.
+    claims: Option<Arc<dyn Claims>>,
 }
 
 impl<T> Default for Parked<T> {
     fn default() -> Self {
-        Parked { calls: Mutex::new(HashMap::new()) }
+        Parked { calls: Mutex::new(HashMap::new()), claims: None }
     }
 }
 
 impl<T> Parked<T> {
-    /// Keeps a call until its client retries; returns the `requestState` to give the client.
-    /// Calls whose clients never came back within [`PARK_TTL`] are dropped (and so cancelled).
-    pub fn park(&self, call: RelayedCall<T>) -> String {
-        let token = format!("gw-{}-{}", call.call_id, random_hex(8));
-        let mut calls = self.calls.lock();
-        calls.retain(|_, (_, since)| since.elapsed() < PARK_TTL);
-        calls.insert(token.clone(), (call, Instant::now()));
+    /// Parked calls whose `requestState`s are claimed with `claims` (when given).
+    pub fn claimed_with(claims: Option<Arc<dyn Claims>>) -> Self {
+        Parked { claims, ..Parked::default() }
+    }
+
+    /// Keeps a call until its client retries; returns the `requestState` to give the client,
+    /// claimed for this replica when replicas share the clients. Calls whose clients never came
+    /// back within [`PARK_TTL`] are dropped (and so cancelled).
+    pub async fn park(&self, call: RelayedCall<T>) -> String {
+        let token = format!("gw-{}-{}", call.call_id, random_hex(16));
+        {
+            let mut calls = self.calls.lock();
+            calls.retain(|_, (_, since)| since.elapsed() < PARK_TTL);
+            calls.insert(token.clone(), (call, Instant::now()));
+        }
+        if let Some(claims) = &self.claims {
+            claims.claim(&token, PARK_TTL).await;
+        }
         token
     }
 

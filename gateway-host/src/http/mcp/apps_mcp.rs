@@ -55,7 +55,7 @@ use super::resource_holds::{ResourceHolds, SessionHolds};
 use crate::http::GatewayState;
 use crate::metrics::{Metrics, ProxiedOutcome};
 use crate::module::host::ModuleHost;
-use crate::module::relay::Parked;
+use crate::module::relay::{Claims, Parked};
 use crate::tools::ToolRegistry;
 use crate::config::gateway_config::GATEWAY_VERSION;
 
@@ -104,9 +104,10 @@ pub fn service(
     shutdown: CancellationToken,
     metrics: Arc<Metrics>,
     holds: Arc<ResourceHolds>,
+    claims: Option<Arc<dyn Claims>>,
 ) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough) {
     let module = tools.module().clone();
-    let parked = Arc::new(Parked::default());
+    let parked = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());
     let pass_through = PassThrough {
         module: module.clone(),
@@ -121,7 +122,7 @@ pub fn service(
         module,
         compatibility,
         parked,
-        tasks: Arc::new(Tasks::default()),
+        tasks: Arc::new(Tasks::claimed_with(claims)),
         tools,
         session_holds: Arc::new(SessionHolds::new(holds.clone())),
         holds,
@@ -368,7 +369,7 @@ impl AppsMcp {
                 let call = self.start(context, "tools/call", serde_json::to_value(&request).unwrap_or(Value::Null))?;
                 if as_task {
                     let finish = move |forwarded| typed("tools/call", answer::result_of(&app_id, "tools/call", forwarded)?);
-                    return Ok(CallToolResponse::Task(self.tasks.start(call, self.module.clone(), finish)));
+                    return Ok(CallToolResponse::Task(self.tasks.start(call, self.module.clone(), finish).await));
                 }
                 self.run(call, context, "tools/call").await?
             }

@@ -46,7 +46,7 @@ use super::mcp_tasks::Tasks;
 use super::multiplex::{self, Change, List, Multiplexer};
 use super::pass_through::{self, Message};
 use super::resource_holds::{ResourceHolds, SessionHolds};
-use crate::module::relay::{Parked, RelayedCall};
+use crate::module::relay::{Claims, Parked, RelayedCall};
 use crate::tools::{ToolRegistry, ToolResult, ToolSource, ToolSpec};
 
 /// The MCP Apps extension a client declares in its capabilities' `extensions` to render app UIs
@@ -202,7 +202,7 @@ impl ServerHandler for GatewayMcp {
         // A tool that declares task support runs as a task for a client that declared the tasks
         // extension: it polls it, answers its questions (tasks/update) and cancels it.
         if as_task {
-            let task = self.tasks.start(call, self.registry.module().clone(), move |result| Ok(to_call_tool_result(result, &shape)));
+            let task = self.tasks.start(call, self.registry.module().clone(), move |result| Ok(to_call_tool_result(result, &shape))).await;
             return Ok(CallToolResponse::Task(task));
         }
         self.drive(call, &context, shape).await
@@ -689,8 +689,9 @@ pub fn service(
     shared_sessions: Option<Arc<dyn rmcp::transport::streamable_http_server::session::SessionStore>>,
     shutdown: CancellationToken,
     holds: Arc<ResourceHolds>,
+    claims: Option<Arc<dyn Claims>>,
 ) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, GatewayPassThrough) {
-    let parked = Arc::new(Parked::default());
+    let parked = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());
     let short = GatewayPassThrough {
         registry: registry.clone(),
@@ -705,8 +706,8 @@ pub fn service(
         mux,
         compatibility,
         parked,
-        parked_forwards: Arc::new(Parked::default()),
-        tasks: Arc::new(Tasks::default()),
+        parked_forwards: Arc::new(Parked::claimed_with(claims.clone())),
+        tasks: Arc::new(Tasks::claimed_with(claims)),
         sessions,
         registration: Default::default(),
         session: Arc::new(SessionState::new(holds.clone())),

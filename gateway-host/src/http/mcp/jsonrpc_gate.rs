@@ -318,7 +318,7 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
     }
 }
 
-fn refuse(status: StatusCode, id: &Value, code: i32, message: String) -> Response {
+pub(crate) fn refuse(status: StatusCode, id: &Value, code: i32, message: String) -> Response {
     let body = json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "error": { "code": code, "message": message } });
     (status, [(header::CONTENT_TYPE, "application/json")], body.to_string()).into_response()
 }

@@ -236,7 +236,7 @@ async fn drive_to_end<T: Send + 'static>(
                     match serde_json::from_value::<InputRequest>(body) {
                         Ok(input) => {
                             module.set_waiting_on_client(call.call_id, true);
-                            let state = parked.park(call);
+                            let state = parked.park(call).await;
                             let requests = [(key, input)].into_iter().collect();
                             return Ok(Outcome::InputRequired(InputRequiredResult::new(Some(requests), Some(state))));
                         }

@@ -21,7 +21,11 @@ use rmcp::ErrorData;
 use serde_json::{json, Value};
 
 use crate::module::host::ModuleHost;
-use crate::module::relay::{error_object, RelayEvent, RelayedCall, Step};
+use crate::module::relay::{error_object, Claims, RelayEvent, RelayedCall, Step};
+
+/// How long another replica sends a task's requests here: the task manager's own retention of a
+/// task (rmcp's default TTL) with room for a last poll.
+const CLAIM_TTL: std::time::Duration = std::time::Duration::from_millis(rmcp::task_manager::DEFAULT_TASK_TTL_MS * 2);
 
 /// How many task ids `tasks/list` remembers.
 const LISTED_TASKS: usize = 1000;
@@ -31,15 +35,23 @@ pub struct Tasks {
     manager: TaskManager,
     /// Ids of the tasks created, newest last, for `tasks/list` (the task manager keeps no list).
     ids: Mutex<VecDeque<String>>,
+    /// Set when replicas share the tasks' clients: each task id is claimed for this replica, so
+    /// a `tasks/get`, `tasks/update` or `tasks/cancel` reaching another one is sent here.
+    claims: Option<Arc<dyn Claims>>,
 }
 
 impl Default for Tasks {
     fn default() -> Self {
-        Tasks { manager: TaskManager::new(), ids: Mutex::new(VecDeque::new()) }
+        Tasks { manager: TaskManager::new(), ids: Mutex::new(VecDeque::new()), claims: None }
     }
 }
 
 impl Tasks {
+    /// Tasks whose ids are claimed with `claims` (when given).
+    pub fn claimed_with(claims: Option<Arc<dyn Claims>>) -> Self {
+        Tasks { claims, ..Tasks::default() }
+    }
+
     /// Whether the request's client wants its calls as tasks.
     pub fn wanted(context: &RequestContext<RoleServer>) -> bool {
         context.client_capabilities().is_some_and(|c| c.supports_tasks())
@@ -78,8 +90,9 @@ impl Tasks {
         }
     }
 
-    /// Runs a relayed call as a task; `finish` turns its outcome into the task's result.
-    pub fn start<T: Send + 'static>(
+    /// Runs a relayed call as a task; `finish` turns its outcome into the task's result. The
+    /// task's id is claimed (when replicas share clients) before it is answered.
+    pub async fn start<T: Send + 'static>(
         &self,
         call: RelayedCall<T>,
         module: Arc<ModuleHost>,
@@ -88,10 +101,15 @@ impl Tasks {
         let task = self.manager.spawn(TaskOptions::new(), move |task| {
             Box::pin(async move { finish(run_as_task(call, &task, &module).await?).map_err(TaskExit::Error) })
         });
-        let mut ids = self.ids.lock();
-        ids.push_back(task.task_id.clone());
-        while ids.len() > LISTED_TASKS {
-            ids.pop_front();
+        {
+            let mut ids = self.ids.lock();
+            ids.push_back(task.task_id.clone());
+            while ids.len() > LISTED_TASKS {
+                ids.pop_front();
+            }
+        }
+        if let Some(claims) = &self.claims {
+            claims.claim(&task.task_id, CLAIM_TTL).await;
         }
         CreateTaskResult::new(task)
     }

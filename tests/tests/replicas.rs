@@ -1,0 +1,233 @@
+//! Several replicas behind one load balancer (SPEC R35, R49; issue 42): three real gateways
+//! sharing a Redis of the test's own, behind a round-robin proxy inside the test
+//! ([`gateway_e2e::round_robin`]) that sends each request to the next replica. State that can only
+//! live in one process — a call parked for a 2026-07-28 client's retry, a running task — is
+//! owned by the replica that holds it, and a request for it that lands elsewhere is sent on to
+//! the owner (`gateway-host/src/http/replicas/`). The clients are the official Rust SDK's.
+//!
+//! A chat turn's question answered on another replica is shown by `chat.rs`
+//! `two_replicas_share_sessions_and_the_turn_lock_through_redis`.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use gateway_e2e::own_redis::OwnRedis;
+use gateway_e2e::round_robin::RoundRobin;
+use gateway_e2e::{free_port, wait_until, GatewayProcess};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, GetTaskParams, Implementation,
+    InitializeRequestParams, ProtocolVersion, TaskStatus,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{json, Value};
+use support::*;
+
+const SECRET: &str = "replica test secret, 32 characters";
+
+/// The test app `rt`: `cancellable` and `elicit` run as tasks for clients that want them.
+const TASK_SUPPORT: &[&str] = &["--task-support", "cancellable=optional", "--task-support", "elicit=optional"];
+
+struct Cluster {
+    replicas: Vec<GatewayProcess>,
+    ids: Vec<String>,
+    _dirs: Vec<tempfile::TempDir>,
+    _redis: OwnRedis,
+}
+
+/// Three replicas `r0`…`r2` of one cluster, each running its own copy of the test app.
+fn cluster() -> Cluster {
+    let port = free_port();
+    let redis = OwnRedis::start(port);
+    let mut replicas = Vec::new();
+    let mut dirs = Vec::new();
+    let ids: Vec<String> = (0..3).map(|i| format!("r{i}")).collect();
+    for id in &ids {
+        let dir = tempfile::tempdir().unwrap();
+        let apps = dir.path().join("apps");
+        write_manifest(&apps, "rt", &stdio_app("rt", TASK_SUPPORT));
+        replicas.push(GatewayProcess::start(json!({
+            "Gateway": { "AlwaysRequireAuth": false },
+            "Sessions": { "Store": "redis", "RedisUrl": format!("redis://127.0.0.1:{port}") },
+            "Cluster": { "Secret": SECRET, "ReplicaId": id, "HeartbeatSeconds": 1 },
+            "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
+        })));
+        dirs.push(dir);
+    }
+    for gw in &replicas {
+        let serving = wait_until(Duration::from_secs(30), Duration::from_millis(100), || gw.get_json("/tools").1.to_string().contains("rt.elicit"));
+        assert!(serving, "a replica's app never served: {}", gw.logs());
+    }
+    Cluster { replicas, ids, _dirs: dirs, _redis: redis }
+}
+
+/// A 2026-07-28 client (discover-first, stateless) of `url` that answers forms.
+async fn client(url: &str, capabilities: Value) -> RunningService<RoleClient, FormFiller> {
+    let capabilities: ClientCapabilities = serde_json::from_value(capabilities).unwrap();
+    let filler = FormFiller(InitializeRequestParams::new(capabilities, Implementation::new("replicas-test", "1.0.0")));
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    let client = filler.serve_with_lifecycle(StreamableHttpClientTransport::from_uri(url.to_string()), lifecycle).await;
+    let client = client.unwrap_or_else(|e| panic!("connecting to {url}: {e}"));
+    assert_eq!(client.peer_info().map(|i| i.protocol_version.to_string()).as_deref(), Some("2026-07-28"));
+    client
+}
+
+/// Answers every form: name "replica", colour green.
+#[derive(Clone)]
+struct FormFiller(InitializeRequestParams);
+
+impl rmcp::ClientHandler for FormFiller {
+    async fn create_elicitation(
+        &self,
+        _request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        Ok(serde_json::from_value(json!({ "action": "accept", "content": { "name": "replica", "color": "green", "count": 3 } })).unwrap())
+    }
+
+    fn get_info(&self) -> InitializeRequestParams {
+        self.0.clone()
+    }
+}
+
+fn call(name: &str, args: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_string()).with_arguments(args.as_object().cloned().unwrap())
+}
+
+/// Whether two requests in a row went to different replicas.
+fn spread(served: &[usize]) -> bool {
+    served.windows(2).any(|w| w[0] != w[1])
+}
+
+#[test]
+fn a_call_held_by_one_replica_is_answered_through_any_other() {
+    let cluster = cluster();
+    let lb = RoundRobin::start(cluster.replicas.iter().map(|gw| gw.base_url().to_string()).collect());
+    let (status, health) = cluster.replicas[0].get_json("/healthz");
+    assert_eq!(status, 200);
+    assert_eq!(health["replicas"], json!({ "replica": "r0", "count": 3 }), "{health}");
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    for (path, prefix) in [("/apps/mcp/rt", ""), ("/mcp", "rt.")] {
+        let url = lb.url(path);
+        runtime.block_on(async {
+            // Elicitation: the question comes back as `input_required`; the client's retry with
+            // its answer reaches the next replica, which sends it to the one holding the call.
+            let asking = client(&url, json!({ "elicitation": { "form": {} } })).await;
+            let before = lb.served().len();
+            let done = asking.call_tool(call(&format!("{prefix}elicit"), json!({ "message": "pick one" }))).await;
+            let done = done.unwrap_or_else(|e| panic!("{path}: elicit through the load balancer: {e}\n{}", logs(&cluster)));
+            let text = serde_json::to_value(&done.content).unwrap().to_string();
+            assert!(text.contains("green"), "{path}: the answer reached the app: {text}");
+            let rounds = lb.served()[before..].to_vec();
+            assert_eq!(rounds.len(), 2, "{path}: one call and one retry: {rounds:?}");
+            assert!(spread(&rounds), "{path}: the retry reached the same replica: {rounds:?}");
+            let _ = asking.cancel().await;
+
+            // Tasks: created on one replica, polled and cancelled through the others.
+            let tasks = client(&url, json!({ "elicitation": { "form": {} }, "extensions": { "io.modelcontextprotocol/tasks": {} } })).await;
+            let task_id = match tasks.call_tool_once(call(&format!("{prefix}cancellable"), json!({ "ms": 500 }))).await.expect("tools/call") {
+                CallToolResponse::Task(created) => created.task.task_id,
+                other => panic!("{path}: not a task: {other:?}"),
+            };
+            let before = lb.served().len();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let got = tasks.get_task(GetTaskParams::new(task_id.clone())).await;
+                let got = got.unwrap_or_else(|e| panic!("{path}: tasks/get through another replica: {e}\n{}", logs(&cluster)));
+                if got.task.task.status == TaskStatus::Completed {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "{path}: the task never completed: {got:?}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            assert!(lb.served().len() - before >= 3, "{path}: polled on every replica");
+
+            let long = match tasks.call_tool_once(call(&format!("{prefix}cancellable"), json!({ "ms": 30000 }))).await.expect("tools/call") {
+                CallToolResponse::Task(created) => created.task.task_id,
+                other => panic!("{path}: not a task: {other:?}"),
+            };
+            let cancelled = tasks.cancel_task(CancelTaskParams::new(long.clone())).await;
+            cancelled.unwrap_or_else(|e| panic!("{path}: tasks/cancel through another replica: {e}\n{}", logs(&cluster)));
+            let got = tasks.get_task(GetTaskParams::new(long.clone())).await.expect("tasks/get");
+            assert_eq!(got.task.task.status, TaskStatus::Cancelled, "{path}: {got:?}");
+            let served = lb.served();
+            assert!(spread(&served[served.len() - 3..]), "{path}: {served:?}");
+            let _ = tasks.cancel().await;
+        });
+    }
+}
+
+/// A 2026-07-28 `tools/call` of `elicit` straight to one replica: its `requestState`.
+fn park_a_question(gw: &GatewayProcess, path: &str, tool: &str) -> (Vec<(&'static str, String)>, Value) {
+    let (headers, body) = stateless_tools_call(tool, json!({}), "replicas-test");
+    let mut body: Value = serde_json::from_str(&body).unwrap();
+    body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({ "elicitation": { "form": {} } });
+    let (_, answer) = post(gw, path, &headers, &body);
+    assert_eq!(answer["result"]["resultType"], "input_required", "{path}: {answer}");
+    body["params"]["requestState"] = answer["result"]["requestState"].clone();
+    let key = answer["result"]["inputRequests"].as_object().and_then(|m| m.keys().next().cloned()).expect("one question");
+    body["params"]["inputResponses"] = json!({ key: { "action": "accept", "content": { "name": "late", "color": "red", "count": 1 } } });
+    (headers, body)
+}
+
+/// A POST with these headers: the answering replica (`x-gateway-replica`) and the JSON-RPC
+/// message (read from JSON or an event stream).
+fn post(gw: &GatewayProcess, path: &str, headers: &[(&'static str, String)], body: &Value) -> (Option<String>, Value) {
+    let mut request = gw.client().post(gw.url(path)).body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let response = request.send().unwrap_or_else(|e| panic!("POST {path}: {e}"));
+    let replica = response.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let text = response.text().unwrap_or_default();
+    let message = serde_json::from_str::<Value>(&text).ok().or_else(|| {
+        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).find(|m| m.get("id").is_some())
+    });
+    (replica, message.unwrap_or_else(|| panic!("POST {path}: no JSON-RPC answer in {text:?}")))
+}
+
+#[test]
+fn a_replica_killed_holding_a_call_leaves_a_clear_error_and_the_others_serving() {
+    let mut cluster = cluster();
+    // Answered where it was parked, through another replica: the owner answers.
+    let (headers, retry) = park_a_question(&cluster.replicas[0], "/mcp", "rt.elicit");
+    let (replica, answer) = post(&cluster.replicas[1], "/mcp", &headers, &retry);
+    assert_eq!(replica.as_deref(), Some("r0"), "the owner answered: {answer}");
+    assert!(answer["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("red"), "{answer}");
+
+    // Parked on r0 for each endpoint, then r0 dies.
+    let parked: Vec<_> = [("/apps/mcp/rt", "elicit"), ("/mcp", "rt.elicit")]
+        .into_iter()
+        .map(|(path, tool)| (path, park_a_question(&cluster.replicas[0], path, tool)))
+        .collect();
+    cluster.replicas[0].signal(libc::SIGKILL);
+    assert!(cluster.replicas[0].wait_exit(Duration::from_secs(15)).is_some(), "r0 survived SIGKILL");
+    for (path, (headers, retry)) in &parked {
+        let (replica, answer) = post(&cluster.replicas[1], path, headers, retry);
+        assert_eq!(replica.as_deref(), Some("r1"), "{path}: {answer}");
+        assert_eq!(answer["error"]["code"], -32001, "{path}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("r0") && (message.contains("gone") || message.contains("did not answer")), "{path}: {message}");
+    }
+    // Once its heartbeat has run out, r0 is gone from the registry, and said to be.
+    let gone = wait_until(Duration::from_secs(10), Duration::from_millis(200), || cluster.replicas[1].get_json("/healthz").1["replicas"]["count"] == 2);
+    assert!(gone, "r0 still counted: {}", cluster.replicas[1].get_json("/healthz").1);
+    let (headers, retry) = &parked[1].1;
+    let (_, answer) = post(&cluster.replicas[2], "/mcp", headers, retry);
+    assert!(answer["error"]["message"].as_str().unwrap_or_default().contains("r0) is gone"), "{answer}");
+    // The others keep serving, new calls and their own parked ones alike.
+    for i in [1, 2] {
+        let (reply, _) = try_call(cluster.replicas[i].base_url(), "/mcp", "rt.echo", json!({ "text": "still here" }), Duration::from_secs(30)).unwrap();
+        assert_eq!(reply["result"]["content"][0]["text"], "echo: still here", "{reply}");
+        let (headers, retry) = park_a_question(&cluster.replicas[i], "/apps/mcp/rt", "elicit");
+        let (replica, answer) = post(&cluster.replicas[3 - i], "/apps/mcp/rt", &headers, &retry);
+        assert_eq!(replica, Some(cluster.ids[i].clone()), "{answer}");
+        assert!(answer["result"]["content"][0]["text"].as_str().unwrap_or_default().contains("red"), "{answer}");
+    }
+}
+
+fn logs(cluster: &Cluster) -> String {
+    cluster.replicas.iter().zip(&cluster.ids).map(|(gw, id)| format!("--- {id} ---\n{}", gw.logs())).collect::<Vec<_>>().join("\n")
+}
