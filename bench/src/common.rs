@@ -482,6 +482,15 @@ impl McpRequest {
         }
     }
 
+    /// The same request from a client that declared `capabilities` (e.g. elicitation).
+    pub fn with_client_capabilities(mut self, capabilities: Value) -> McpRequest {
+        if let Ok(mut body) = serde_json::from_str::<Value>(&self.body) {
+            body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+            self.body = body.to_string();
+        }
+        self
+    }
+
     pub fn tool_call(url: &str, tool: &str, args: Value) -> McpRequest {
         McpRequest::new(
             url,

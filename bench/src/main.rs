@@ -9,6 +9,7 @@ mod bare_proxy;
 mod chat;
 mod common;
 mod peers;
+mod replicas;
 mod scenarios;
 mod ui_resource;
 
@@ -29,15 +30,16 @@ const SCENARIOS: &[&str] = &[
     "peers",
     "chat",
     "ui_resource",
+    "replicas",
 ];
 
 #[derive(Parser)]
 #[command(
     name = "bench",
-    about = "Gateway benchmarks: proxy, boundary, discovery, startup, memory, peers, chat, ui_resource, or all"
+    about = "Gateway benchmarks: proxy, boundary, discovery, startup, memory, peers, chat, ui_resource, replicas, or all"
 )]
 struct Cli {
-    /// proxy | boundary | discovery | startup | memory | peers | chat | ui_resource | all
+    /// proxy | boundary | discovery | startup | memory | peers | chat | ui_resource | replicas | all
     scenario: String,
     /// Shorter runs (each scenario under 60 s).
     #[arg(long)]
@@ -57,6 +59,7 @@ async fn run_one(name: &str, art: &Artefacts, o: &Opts) -> Res<Value> {
         "peers" => peers::peers(art, o).await,
         "chat" => chat::chat(art, o).await,
         "ui_resource" => ui_resource::ui_resource(art, o).await,
+        "replicas" => replicas::replicas(art, o).await,
         other => Err(format!(
             "unknown scenario {other:?}; one of {SCENARIOS:?} or all"
         )),

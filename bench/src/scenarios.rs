@@ -12,7 +12,7 @@ pub struct Opts {
     pub quick: bool,
 }
 
-fn tempdir(prefix: &str) -> Res<tempfile::TempDir> {
+pub(crate) fn tempdir(prefix: &str) -> Res<tempfile::TempDir> {
     tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()

@@ -22,6 +22,7 @@ const SCENARIOS: &[(&str, &[&str])] = &[
     ("memory", &["rss_mb_idle", "rss_mb_after"]),
     ("chat", &["host_ms_per_turn", "turns_per_s"]),
     ("ui_resource", &["mcp_over_apps_mcp_p50"]),
+    ("replicas", &["forwarded_extra_p50_ms"]),
 ];
 
 /// Every `errors` count anywhere in `value`, with where it was.
