@@ -1090,22 +1090,45 @@ fn test_redis_url() -> Option<String> {
 
 /// A replica: its own folder and data, the shared Redis store with a short lease, the shared model.
 fn replica(dir: &Path, redis_url: &str, llm: &ScriptedLlm) -> GatewayProcess {
+    replica_of(dir, json!({ "Store": "redis", "RedisUrl": redis_url, "LockLeaseSeconds": 3 }), llm)
+}
+
+/// A replica with this `Sessions` section.
+fn replica_of(dir: &Path, sessions: Value, llm: &ScriptedLlm) -> GatewayProcess {
     let mut config = chat_config(dir, agent(&llm.base_url()));
-    config["Sessions"] = json!({ "Store": "redis", "RedisUrl": redis_url, "LockLeaseSeconds": 3 });
+    config["Sessions"] = sessions;
     start_gateway(dir, config)
 }
 
 #[test]
 fn two_replicas_share_sessions_and_the_turn_lock_through_redis() {
     let Some(redis_url) = test_redis_url() else { return };
+    two_replicas_share(json!({ "Store": "redis", "RedisUrl": redis_url, "LockLeaseSeconds": 3 }));
+}
+
+/// The same through a three-master Redis Cluster (`Sessions.RedisCluster`): a session's keys
+/// share one slot, the answers forwarded between replicas go through the cluster's pub/sub.
+#[test]
+fn two_replicas_share_sessions_and_the_turn_lock_through_a_redis_cluster() {
+    let cluster = gateway_e2e::own_redis::OwnRedisCluster::start();
+    two_replicas_share(json!({ "Store": "redis", "RedisCluster": true, "RedisUrl": cluster.urls(), "LockLeaseSeconds": 3 }));
+    // A session's keys carry its id as a hash tag, so they live on one node (one slot).
+    let keys = cluster.keys("gateway:chat:*");
+    let node_of = |prefix: &str| keys.iter().find(|(_, k)| k.starts_with(prefix)).map(|(port, _)| *port);
+    let session = node_of("gateway:chat:session:{e2e-replicas-");
+    assert!(session.is_some(), "no tagged session key: {keys:?}");
+    assert_eq!(session, node_of("gateway:chat:messages:{e2e-replicas-"), "a session's keys on two nodes: {keys:?}");
+}
+
+fn two_replicas_share(sessions: Value) {
     let llm = ScriptedLlm::start();
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     // Each replica runs its own copy of a stdio app that asks the user something (elicitation).
     for dir in [dir_a.path(), dir_b.path()] {
         write_manifest(dir, "tapp", &test_app_manifest("tapp", &[]));
     }
-    let mut a = replica(dir_a.path(), &redis_url, &llm);
-    let b = replica(dir_b.path(), &redis_url, &llm);
+    let mut a = replica_of(dir_a.path(), sessions.clone(), &llm);
+    let b = replica_of(dir_b.path(), sessions, &llm);
     let sid = format!("e2e-replicas-{}-{}", std::process::id(), gateway_e2e::free_port());
 
     // Alternate turns between the replicas: each sees the whole history, in order.

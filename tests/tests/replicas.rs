@@ -12,7 +12,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use gateway_e2e::own_redis::OwnRedis;
+use gateway_e2e::own_redis::{OwnRedis, OwnRedisCluster};
 use gateway_e2e::round_robin::RoundRobin;
 use gateway_e2e::{free_port, wait_until, GatewayProcess};
 use rmcp::model::{
@@ -33,13 +33,32 @@ struct Cluster {
     replicas: Vec<GatewayProcess>,
     ids: Vec<String>,
     _dirs: Vec<tempfile::TempDir>,
-    _redis: OwnRedis,
+    _redis: Redis,
 }
 
-/// Three replicas `r0`…`r2` of one cluster, each running its own copy of the test app.
+/// The Redis the replicas share.
+enum Redis {
+    One(OwnRedis),
+    Cluster(OwnRedisCluster),
+}
+
+impl Redis {
+    fn sessions(&self) -> Value {
+        match self {
+            Redis::One(redis) => json!({ "Store": "redis", "RedisUrl": format!("redis://127.0.0.1:{}", redis.port()) }),
+            Redis::Cluster(cluster) => json!({ "Store": "redis", "RedisCluster": true, "RedisUrl": cluster.urls() }),
+        }
+    }
+}
+
+/// Three replicas `r0`…`r2` of one cluster sharing one Redis, each running its own copy of the
+/// test app.
 fn cluster() -> Cluster {
     let port = free_port();
-    let redis = OwnRedis::start(port);
+    cluster_on(Redis::One(OwnRedis::start(port)))
+}
+
+fn cluster_on(redis: Redis) -> Cluster {
     let mut replicas = Vec::new();
     let mut dirs = Vec::new();
     let ids: Vec<String> = (0..3).map(|i| format!("r{i}")).collect();
@@ -49,7 +68,7 @@ fn cluster() -> Cluster {
         write_manifest(&apps, "rt", &stdio_app("rt", TASK_SUPPORT));
         replicas.push(GatewayProcess::start(json!({
             "Gateway": { "AlwaysRequireAuth": false },
-            "Sessions": { "Store": "redis", "RedisUrl": format!("redis://127.0.0.1:{port}") },
+            "Sessions": redis.sessions(),
             "Cluster": { "Secret": SECRET, "ReplicaId": id, "HeartbeatSeconds": 1 },
             "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
         })));
@@ -102,7 +121,16 @@ fn spread(served: &[usize]) -> bool {
 
 #[test]
 fn a_call_held_by_one_replica_is_answered_through_any_other() {
-    let cluster = cluster();
+    held_calls_answered_through_any_other(cluster());
+}
+
+/// The same with the replicas sharing a three-master Redis Cluster.
+#[test]
+fn a_call_held_by_one_replica_is_answered_through_any_other_with_a_redis_cluster() {
+    held_calls_answered_through_any_other(cluster_on(Redis::Cluster(OwnRedisCluster::start())));
+}
+
+fn held_calls_answered_through_any_other(cluster: Cluster) {
     let lb = RoundRobin::start(cluster.replicas.iter().map(|gw| gw.base_url().to_string()).collect());
     let (status, health) = cluster.replicas[0].get_json("/healthz");
     assert_eq!(status, 200);

@@ -16,7 +16,8 @@ use store::{SessionStore, StoreError};
 /// The session store the configuration asks for: `Sessions.Store` = `"sqlite"` (default; the file
 /// `sessions.db` under the data folder) or `"redis"` (`Sessions.RedisUrl`, its keys under
 /// `Sessions.RedisKeyPrefix`, by default `gateway:chat:`; a `rediss://` URL verified against
-/// `Sessions.RedisCaFile` when set).
+/// `Sessions.RedisCaFile` when set; with `Sessions.RedisCluster`, a Redis Cluster whose seed nodes
+/// `Sessions.RedisUrl` lists, separated by commas).
 pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreError> {
     let kind = settings.get_str("Sessions:Store").unwrap_or_else(|| "sqlite".to_string());
     match kind.to_ascii_lowercase().as_str() {
@@ -43,7 +44,12 @@ pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreErr
                     })?)
                 }
             };
-            let mut store = store_redis::RedisStore::open(&url, std::time::Duration::from_secs(lease), ca_pem)?;
+            let lease = std::time::Duration::from_secs(lease);
+            let mut store = if settings.get_bool("Sessions:RedisCluster").unwrap_or(false) {
+                store_redis::RedisStore::open_cluster(&url, lease, ca_pem)?
+            } else {
+                store_redis::RedisStore::open(&url, lease, ca_pem)?
+            };
             if let Some(prefix) = settings.get_str("Sessions:RedisKeyPrefix") {
                 if prefix.is_empty() {
                     return Err(StoreError::Backend { store: "config", message: "Sessions.RedisKeyPrefix must not be empty (leave it out for the default)".into() });

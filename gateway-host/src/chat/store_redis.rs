@@ -31,6 +31,14 @@
 //!
 //! The connection is made on first use (`open` is synchronous and needs no runtime) and then kept
 //! by redis's `ConnectionManager`, which reconnects after a failure.
+//!
+//! Redis Cluster (`Sessions.RedisCluster`, `Sessions.RedisUrl` listing seed nodes separated by
+//! commas): a session's keys carry its id as a hash tag (`session:{id}`, `messages:{id}`,
+//! `lock:{id}`, `input:{id}:…`), so they live in one slot and the turn script runs where they
+//! are; no command touches keys of two slots (the index is updated beside the script, before it:
+//! a crash in between leaves an index entry without a session, which listing skips). Answers
+//! forwarded between replicas use the cluster's pub/sub (RESP3 pushes). A single Redis keeps the
+//! key names it always had.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -47,7 +55,7 @@ use super::store_sqlite::{LocalGuard, LocalLocks};
 /// The key prefix when none is given.
 pub const DEFAULT_KEY_PREFIX: &str = "gateway:chat:";
 
-/// Appends one turn. KEYS: session hash, message list, session index. ARGV: id, now (ms),
+/// Appends one turn. KEYS: session hash, message list (one slot). ARGV: id, now (ms),
 /// title, the turns the messages add (0 for a page-only note, else 1), then the messages' JSON.
 const APPEND_TURN: &str = r#"
 local now = ARGV[2]
@@ -61,7 +69,6 @@ if (not title) or title == '' then redis.call('HSET', KEYS[1], 'title', ARGV[3])
 for i = 5, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 redis.call('HSET', KEYS[1], 'updatedAt', now)
 redis.call('HINCRBY', KEYS[1], 'turns', ARGV[4])
-redis.call('ZADD', KEYS[3], now, ARGV[1])
 return 1
 "#;
 
@@ -112,11 +119,67 @@ fn redis_err(e: redis::RedisError) -> StoreError {
 /// How long a health check waits for Redis.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// A single Redis or a Redis Cluster.
+#[derive(Clone)]
+enum Backend {
+    Single(redis::Client),
+    Cluster(ClusterNodes),
+}
+
+/// What a cluster connection is made from (redis's builder is used once per connection).
+#[derive(Clone)]
+struct ClusterNodes {
+    urls: Vec<String>,
+    ca_pem: Option<Vec<u8>>,
+}
+
+impl ClusterNodes {
+    fn builder(&self) -> redis::cluster::ClusterClientBuilder {
+        let mut builder = redis::cluster::ClusterClientBuilder::new(self.urls.iter().map(String::as_str))
+            .connection_timeout(Duration::from_secs(5))
+            .response_timeout(Duration::from_secs(10));
+        if let Some(pem) = &self.ca_pem {
+            builder = builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(pem.clone()) });
+        }
+        builder
+    }
+}
+
+/// A connection to either: every command of this store goes through it as it is.
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl redis::aio::ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, redis::Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(&'a mut self, pipeline: &'a redis::Pipeline, offset: usize, count: usize) -> redis::RedisFuture<'a, Vec<redis::Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Single(c) => c.get_db(),
+            Conn::Cluster(c) => c.get_db(),
+        }
+    }
+}
+
 pub struct RedisStore {
-    client: redis::Client,
+    client: Backend,
     /// The URL as logs and errors show it: without its password.
     shown_url: String,
-    conn: tokio::sync::OnceCell<ConnectionManager>,
+    conn: tokio::sync::OnceCell<Conn>,
     lease: Duration,
     prefix: String,
     locks: LocalLocks,
@@ -142,6 +205,27 @@ impl RedisStore {
             }
         }
         .map_err(|e| backend(format!("Sessions.RedisUrl {shown_url} is not usable: {e}")))?;
+        Self::with_backend(Backend::Single(client), shown_url, lease)
+    }
+
+    /// A Redis Cluster reached through `nodes` (seed node URLs separated by commas; the others
+    /// are found from them). TLS as [`RedisStore::open`].
+    pub fn open_cluster(nodes: &str, lease: Duration, ca_pem: Option<Vec<u8>>) -> Result<RedisStore, StoreError> {
+        let urls: Vec<&str> = nodes.split(',').map(str::trim).filter(|u| !u.is_empty()).collect();
+        let shown_url = urls.iter().map(|u| without_password(u)).collect::<Vec<_>>().join(",");
+        if urls.is_empty() {
+            return Err(backend("Sessions.RedisUrl names no cluster node"));
+        }
+        if ca_pem.is_some() && !urls.iter().all(|u| u.starts_with("rediss://")) {
+            return Err(backend(format!("Sessions.RedisCaFile is set but Sessions.RedisUrl {shown_url} is not TLS (rediss://)")));
+        }
+        let nodes = ClusterNodes { urls: urls.iter().map(|u| u.to_string()).collect(), ca_pem };
+        // Checked now, so a wrong URL is an error at startup rather than at first use.
+        nodes.builder().build().map_err(|e| backend(format!("Sessions.RedisUrl {shown_url} is not usable: {e}")))?;
+        Self::with_backend(Backend::Cluster(nodes), shown_url, lease)
+    }
+
+    fn with_backend(client: Backend, shown_url: String, lease: Duration) -> Result<RedisStore, StoreError> {
         if lease < Duration::from_millis(100) {
             return Err(backend("Sessions.LockLeaseSeconds must be at least 1"));
         }
@@ -193,28 +277,44 @@ impl RedisStore {
     }
 
     /// The shared connection, made on first use. A failed attempt is retried by the next call.
-    async fn conn(&self) -> Result<ConnectionManager, StoreError> {
+    async fn conn(&self) -> Result<Conn, StoreError> {
         self.conn
             .get_or_try_init(|| async {
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(Duration::from_secs(5)))
-                    .set_response_timeout(Some(Duration::from_secs(10)))
-                    .set_number_of_retries(4)
-                    .set_max_delay(Duration::from_secs(2));
-                ConnectionManager::new_with_config(self.client.clone(), config)
-                    .await
-                    .map_err(|e| backend(format!("cannot connect: {e}")))
+                match &self.client {
+                    Backend::Single(client) => {
+                        let config = ConnectionManagerConfig::new()
+                            .set_connection_timeout(Some(Duration::from_secs(5)))
+                            .set_response_timeout(Some(Duration::from_secs(10)))
+                            .set_number_of_retries(4)
+                            .set_max_delay(Duration::from_secs(2));
+                        ConnectionManager::new_with_config(client.clone(), config).await.map(Conn::Single)
+                    }
+                    Backend::Cluster(nodes) => match nodes.builder().build() {
+                        Ok(client) => client.get_async_connection().await.map(Conn::Cluster),
+                        Err(e) => Err(e),
+                    },
+                }
+                .map_err(|e| backend(format!("cannot connect: {e}")))
             })
             .await
             .cloned()
     }
 
+    /// A session id as its keys hold it: as it is for one Redis, a hash tag for a cluster (a
+    /// session's keys in one slot).
+    fn tagged(&self, id: &str) -> String {
+        match self.client {
+            Backend::Single(_) => id.to_string(),
+            Backend::Cluster(_) => format!("{{{id}}}"),
+        }
+    }
+
     fn session_key(&self, id: &str) -> String {
-        format!("{}session:{id}", self.prefix)
+        format!("{}session:{}", self.prefix, self.tagged(id))
     }
 
     fn messages_key(&self, id: &str) -> String {
-        format!("{}messages:{id}", self.prefix)
+        format!("{}messages:{}", self.prefix, self.tagged(id))
     }
 
     fn index_key(&self) -> String {
@@ -222,11 +322,11 @@ impl RedisStore {
     }
 
     fn lock_key(&self, id: &str) -> String {
-        format!("{}lock:{id}", self.prefix)
+        format!("{}lock:{}", self.prefix, self.tagged(id))
     }
 
     fn input_key(&self, id: &str, input_id: &str) -> String {
-        format!("{}input:{id}:{input_id}", self.prefix)
+        format!("{}input:{}:{input_id}", self.prefix, self.tagged(id))
     }
 
     fn mcp_session_key(&self, session_id: &str) -> String {
@@ -267,7 +367,7 @@ impl RedisStore {
     }
 
     #[cfg(test)]
-    pub(crate) async fn raw_conn(&self) -> ConnectionManager {
+    pub(crate) async fn raw_conn(&self) -> Conn {
         self.conn().await.unwrap()
     }
 }
@@ -327,8 +427,11 @@ impl SessionStore for RedisStore {
     fn append_turn<'a>(&'a self, id: &'a str, title: &'a str, messages: &'a [Value]) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             let mut conn = self.conn().await?;
+            // The index first (another slot in a cluster): a crash before the script leaves an
+            // entry without a session, which `list` skips.
+            redis::cmd("ZADD").arg(self.index_key()).arg(now_ms()).arg(id).query_async::<()>(&mut conn).await.map_err(redis_err)?;
             let mut call = self.append_turn.prepare_invoke();
-            call.key(self.session_key(id)).key(self.messages_key(id)).key(self.index_key());
+            call.key(self.session_key(id)).key(self.messages_key(id));
             let turns = i32::from(messages.iter().any(|m| !super::store::is_page_only(m)));
             call.arg(id).arg(now_ms()).arg(title).arg(turns);
             for m in messages {
@@ -348,11 +451,14 @@ impl SessionStore for RedisStore {
             if ids.is_empty() {
                 return Ok(Vec::new());
             }
-            let mut pipe = redis::pipe();
-            for id in &ids {
-                pipe.hgetall(self.session_key(id));
-            }
-            let hashes: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await.map_err(redis_err)?;
+            // One command per session (their keys lie in different slots of a cluster), sent
+            // together: the connection pipelines them.
+            let reads = ids.iter().map(|id| {
+                let mut conn = conn.clone();
+                let key = self.session_key(id);
+                async move { redis::cmd("HGETALL").arg(key).query_async::<HashMap<String, String>>(&mut conn).await }
+            });
+            let hashes = futures::future::try_join_all(reads).await.map_err(redis_err)?;
             let mut list: Vec<SessionSummary> = ids.iter().zip(&hashes).filter_map(|(id, h)| summary_of(id, h)).collect();
             // The SQLite store's order: most recent first, then by id.
             list.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
@@ -379,13 +485,14 @@ impl SessionStore for RedisStore {
     fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         async move {
             let mut conn = self.conn().await?;
-            let (deleted, unindexed): (i64, i64) = redis::pipe()
-                .atomic()
-                .del(&[self.session_key(id), self.messages_key(id)])
-                .zrem(self.index_key(), id)
+            // The session's keys (one slot), then its index entry (another slot in a cluster): a
+            // crash in between leaves an entry without a session, which `list` skips.
+            let deleted: i64 = redis::cmd("DEL")
+                .arg(&[self.session_key(id), self.messages_key(id)])
                 .query_async(&mut conn)
                 .await
                 .map_err(redis_err)?;
+            let unindexed: i64 = redis::cmd("ZREM").arg(self.index_key()).arg(id).query_async(&mut conn).await.map_err(redis_err)?;
             Ok(deleted > 0 || unindexed > 0)
         }
         .boxed()
@@ -476,15 +583,12 @@ impl SessionStore for RedisStore {
 
     fn beat<'a>(&'a self, replica: &'a str, url: &'a str, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
+            // Two keys of two slots in a cluster: two commands.
+            self.set_for(self.replica_key(replica), url, ttl).await?;
             let mut conn = self.conn().await?;
-            let ms = ttl.as_millis().max(1) as u64;
-            redis::pipe()
-                .cmd("SET").arg(self.replica_key(replica)).arg(url).arg("PX").arg(ms).ignore()
-                .cmd("ZADD").arg(self.replicas_key()).arg(now_ms() + ms as i64).arg(replica).ignore()
-                .cmd("ZREMRANGEBYSCORE").arg(self.replicas_key()).arg("-inf").arg(now_ms()).ignore()
-                .query_async::<()>(&mut conn)
-                .await
-                .map_err(redis_err)
+            let until = now_ms() + ttl.as_millis() as i64;
+            redis::cmd("ZADD").arg(self.replicas_key()).arg(until).arg(replica).query_async::<()>(&mut conn).await.map_err(redis_err)?;
+            redis::cmd("ZREMRANGEBYSCORE").arg(self.replicas_key()).arg("-inf").arg(now_ms()).query_async::<()>(&mut conn).await.map_err(redis_err)
         }
         .boxed()
     }
@@ -496,12 +600,8 @@ impl SessionStore for RedisStore {
     fn leave<'a>(&'a self, replica: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
         async move {
             let mut conn = self.conn().await?;
-            redis::pipe()
-                .cmd("DEL").arg(self.replica_key(replica)).ignore()
-                .cmd("ZREM").arg(self.replicas_key()).arg(replica).ignore()
-                .query_async::<()>(&mut conn)
-                .await
-                .map_err(redis_err)
+            redis::cmd("DEL").arg(self.replica_key(replica)).query_async::<()>(&mut conn).await.map_err(redis_err)?;
+            redis::cmd("ZREM").arg(self.replicas_key()).arg(replica).query_async::<()>(&mut conn).await.map_err(redis_err)
         }
         .boxed()
     }
@@ -525,15 +625,36 @@ impl SessionStore for RedisStore {
     fn forwarded_inputs(&self) -> Option<BoxFuture<'static, Result<futures::stream::BoxStream<'static, ForwardedInput>, StoreError>>> {
         let client = self.client.clone();
         let channel = self.inputs_channel();
+        let decode = |payload: String| serde_json::from_str::<ForwardedInput>(&payload).ok();
         Some(
             async move {
-                let mut pubsub = client.get_async_pubsub().await.map_err(|e| backend(format!("cannot subscribe: {e}")))?;
-                pubsub.subscribe(&channel).await.map_err(redis_err)?;
-                let answers = pubsub.into_on_message().filter_map(|message| async move {
-                    let payload: String = message.get_payload().ok()?;
-                    serde_json::from_str::<ForwardedInput>(&payload).ok()
-                });
-                Ok(answers.boxed())
+                match client {
+                    Backend::Single(client) => {
+                        let mut pubsub = client.get_async_pubsub().await.map_err(|e| backend(format!("cannot subscribe: {e}")))?;
+                        pubsub.subscribe(&channel).await.map_err(redis_err)?;
+                        let answers = pubsub.into_on_message().filter_map(move |message| async move { decode(message.get_payload().ok()?) });
+                        Ok(answers.boxed())
+                    }
+                    Backend::Cluster(nodes) => {
+                        // A cluster's pub/sub comes as RESP3 pushes on a connection of its own.
+                        let (pushes, received) = tokio::sync::mpsc::unbounded_channel::<redis::PushInfo>();
+                        let client = nodes.builder().use_protocol(redis::ProtocolVersion::RESP3).push_sender(pushes).build().map_err(redis_err)?;
+                        let mut conn = client.get_async_connection().await.map_err(|e| backend(format!("cannot subscribe: {e}")))?;
+                        conn.subscribe(&channel).await.map_err(redis_err)?;
+                        // The connection lives as long as the stream.
+                        let answers = futures::stream::unfold((received, conn), |(mut received, conn)| async move {
+                            let push = received.recv().await?;
+                            Some((push, (received, conn)))
+                        })
+                        .filter_map(move |push| async move {
+                            if push.kind != redis::PushKind::Message {
+                                return None;
+                            }
+                            decode(redis::from_redis_value_ref::<String>(push.data.get(1)?).ok()?)
+                        });
+                        Ok(answers.boxed())
+                    }
+                }
             }
             .boxed(),
         )
@@ -592,7 +713,7 @@ struct RedisTurn {
 
 /// The task that keeps a held lock's lease alive and releases it at the end.
 struct Holder {
-    conn: ConnectionManager,
+    conn: Conn,
     key: String,
     token: String,
     lease: Duration,

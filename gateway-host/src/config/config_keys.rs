@@ -155,7 +155,7 @@ pub const CONFIGURATION: Key = Section(&[
         ]),
     ),
     // chat/mod.rs
-    ("Sessions", Section(&[("Store", V), ("RedisUrl", V), ("RedisKeyPrefix", V), ("RedisCaFile", V), ("LockLeaseSeconds", V)])),
+    ("Sessions", Section(&[("Store", V), ("RedisUrl", V), ("RedisKeyPrefix", V), ("RedisCaFile", V), ("RedisCluster", V), ("LockLeaseSeconds", V)])),
     // http/replicas/
     ("Cluster", Section(&[("Secret", V), ("SecretEnv", V), ("AdvertiseUrl", V), ("ReplicaId", V), ("HeartbeatSeconds", V)])),
     // tools/preference.rs
