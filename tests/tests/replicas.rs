@@ -21,6 +21,7 @@ use rmcp::model::{
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use support::*;
 
@@ -183,8 +184,30 @@ fn held_calls_answered_through_any_other(cluster: Cluster) {
             let served = lb.served();
             assert!(spread(&served[served.len() - 3..]), "{path}: {served:?}");
             let _ = tasks.cancel().await;
+
+            // An initialize-era session: made on one replica, which holds its streams; its
+            // requests, and the client's answer to the app's question asked on one of them,
+            // reach the others and are sent on to it.
+            let before = lb.served().len();
+            let session = session_client(&url).await;
+            let done = session.call_tool(call(&format!("{prefix}elicit"), json!({ "message": "in a session" }))).await;
+            let done = done.unwrap_or_else(|e| panic!("{path}: elicit in a session through the load balancer: {e}\n{}", logs(&cluster)));
+            assert!(serde_json::to_value(&done.content).unwrap().to_string().contains("green"), "{path}: {done:?}");
+            for n in 0..3 {
+                let echoed = session.call_tool(call(&format!("{prefix}echo"), json!({ "text": format!("hop {n}") }))).await.expect("echo");
+                assert!(serde_json::to_value(&echoed.content).unwrap().to_string().contains(&format!("hop {n}")), "{echoed:?}");
+            }
+            assert!(spread(&lb.served()[before..]), "{path}: {:?}", lb.served());
+            let _ = session.cancel().await;
         });
     }
+}
+
+/// An initialize-era client (2025-11-25) of `url` that answers forms.
+async fn session_client(url: &str) -> RunningService<RoleClient, FormFiller> {
+    let capabilities: ClientCapabilities = serde_json::from_value(json!({ "elicitation": { "form": {} } })).unwrap();
+    let filler = FormFiller(InitializeRequestParams::new(capabilities, Implementation::new("replicas-session-test", "1.0.0")));
+    filler.serve(StreamableHttpClientTransport::from_uri(url.to_string())).await.unwrap_or_else(|e| panic!("connecting to {url}: {e}"))
 }
 
 /// A 2026-07-28 `tools/call` of `elicit` straight to one replica: its `requestState`.

@@ -19,6 +19,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 
 use super::{Replicas, ANSWERED_BY, FORWARDED_BY};
+use crate::module::relay::Claims;
 use crate::http::mcp::jsonrpc_gate::{refuse, Gated};
 use crate::module::app_http::error_chain;
 
@@ -34,29 +35,57 @@ pub async fn to_owner(State(replicas): State<Option<Arc<Replicas>>>, request: Re
     // As the client sent it: inside `/mcp` (a nested service) the URI has lost its prefix.
     let uri = request.extensions().get::<OriginalUri>().map(|o| &o.0).unwrap_or(request.uri());
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
-    let here = |response: Response| answered_by(response, &replicas.id);
     if let Some(stamp) = request.headers().get(FORWARDED_BY).and_then(|v| v.to_str().ok()) {
         if replicas.verify(stamp, request.method().as_str(), &path) {
             // Sent here by the replica that found us the owner: answered here, never sent on again.
-            return here(next.run(request).await);
+            return here(&replicas, None, request, next).await;
         }
     }
-    let Some(Gated(message)) = request.extensions().get::<Gated>() else { return here(next.run(request).await) };
-    let Some(handle) = handle_of(message) else { return here(next.run(request).await) };
-    let owner = match replicas.store.owner(handle).await {
+    let message = request.extensions().get::<Gated>().map(|Gated(m)| m);
+    let Some(held) = held_by(message, request.headers()) else { return here(&replicas, None, request, next).await };
+    let id = message.and_then(|m| m.get("id")).cloned().unwrap_or(Value::Null);
+    let owner = match replicas.store.owner(&held.handle).await {
         Ok(Some(owner)) if owner != replicas.id => owner,
-        Ok(_) => return here(next.run(request).await),
+        Ok(_) => return here(&replicas, None, request, next).await,
         Err(e) => {
             // Without the store nobody can say who holds it: answered here, where it may be.
             tracing::warn!(replica = %replicas.id, "replicas: cannot look up who holds a call: {e}");
-            return here(next.run(request).await);
+            return here(&replicas, None, request, next).await;
         }
     };
-    let id = message.get("id").cloned().unwrap_or(Value::Null);
-    match forward(&replicas, &owner, &path, id, request).await {
+    let url = match replicas.store.replica_url(&owner).await {
+        Ok(Some(url)) => url,
+        // A session outlives its replica: restored here from the shared store, and held here now.
+        Ok(None) if held.session => return here(&replicas, Some(held.handle), request, next).await,
+        Ok(None) => {
+            let why = format!("the gateway replica that held this call ({owner}) is gone, and the call with it; start it again");
+            return answered_by(refuse(StatusCode::OK, &id, jsonrpc::UPSTREAM_FAILED, why), &replicas.id);
+        }
+        Err(e) => {
+            let why = format!("cannot find the gateway replica that holds this call ({owner}): {e}");
+            return answered_by(refuse(StatusCode::OK, &id, jsonrpc::UPSTREAM_FAILED, why), &replicas.id);
+        }
+    };
+    let what = if held.session { "session" } else { "call" };
+    match forward(&replicas, &owner, &url, &path, what, id, request).await {
         Ok(answer) => answer,
-        Err(refusal) => here(refusal),
+        Err(refusal) => answered_by(refusal, &replicas.id),
     }
+}
+
+/// How long a replica holds an initialize-era session it made (as long as the store keeps it).
+const SESSION_CLAIM: std::time::Duration = std::time::Duration::from_secs(86_400);
+
+/// Answers the request on this replica. A session it makes (an `initialize` answered with an
+/// `Mcp-Session-Id`) or restores (`restored`: its replica is gone) is held here from now on.
+async fn here(replicas: &Replicas, restored: Option<String>, request: Request, next: Next) -> Response {
+    let initialize = request.extensions().get::<Gated>().is_some_and(|Gated(m)| m.get("method").and_then(Value::as_str) == Some("initialize"));
+    let response = next.run(request).await;
+    let made = initialize.then(|| response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_string)).flatten();
+    if let Some(session) = made.or(restored) {
+        replicas.claim(&session, SESSION_CLAIM).await;
+    }
+    answered_by(response, &replicas.id)
 }
 
 fn answered_by(mut response: Response, replica: &str) -> Response {
@@ -64,6 +93,28 @@ fn answered_by(mut response: Response, replica: &str) -> Response {
         response.headers_mut().insert(ANSWERED_BY, value);
     }
     response
+}
+
+/// What a request is about that one replica holds.
+struct Held {
+    handle: String,
+    /// An initialize-era session (else a parked call or a task).
+    session: bool,
+}
+
+/// The MCP session header (both endpoints are Streamable HTTP).
+const SESSION_ID: &str = "mcp-session-id";
+
+/// The handle of what the request is about: a parked call (`requestState`) or a task (`taskId`
+/// of a `tasks/*` request) first, else its initialize-era session (`Mcp-Session-Id`: the
+/// session's stream, its subscriptions and the questions on it live with the replica that made
+/// it).
+fn held_by(message: Option<&Value>, headers: &axum::http::HeaderMap) -> Option<Held> {
+    if let Some(handle) = message.and_then(handle_of) {
+        return Some(Held { handle: handle.to_string(), session: false });
+    }
+    let session = headers.get(SESSION_ID)?.to_str().ok()?;
+    Some(Held { handle: session.to_string(), session: true })
 }
 
 /// The handle a request names a held call or task by.
@@ -79,17 +130,9 @@ fn handle_of(message: &Value) -> Option<&str> {
 }
 
 /// The owner's answer, or (`Err`) this replica's JSON-RPC error saying why there is none.
-async fn forward(replicas: &Replicas, owner: &str, path: &str, id: Value, request: Request) -> Result<Response, Response> {
+/// `what` the owner holds: "call" or "session".
+async fn forward(replicas: &Replicas, owner: &str, url: &str, path: &str, what: &str, id: Value, request: Request) -> Result<Response, Response> {
     let gone = |why: String| Err(refuse(StatusCode::OK, &id, jsonrpc::UPSTREAM_FAILED, why));
-    let url = match replicas.store.replica_url(owner).await {
-        Ok(Some(url)) => url,
-        Ok(None) => {
-            return gone(format!(
-                "the gateway replica that held this call ({owner}) is gone, and the call with it; start it again"
-            ))
-        }
-        Err(e) => return gone(format!("cannot find the gateway replica that holds this call ({owner}): {e}")),
-    };
     let (parts, body) = request.into_parts();
     // The gate has read the body whole already: this takes the bytes it put back.
     let bytes = match body.collect().await {
@@ -107,14 +150,14 @@ async fn forward(replicas: &Replicas, owner: &str, path: &str, id: Value, reques
     };
     let outbound = match outbound.header(FORWARDED_BY, stamp).body(http_body_util::Full::new(bytes)) {
         Ok(outbound) => outbound,
-        Err(e) => return gone(format!("cannot send the request on to the replica that holds this call ({owner}, {url}): {e}")),
+        Err(e) => return gone(format!("cannot send the request on to the replica that holds this {what} ({owner}, {url}): {e}")),
     };
     match replicas.client.request(outbound).await {
         Ok(answer) => {
             let (parts, body) = answer.into_parts();
             Ok(Response::from_parts(parts, Body::new(body)))
         }
-        Err(e) => gone(format!("the gateway replica that holds this call ({owner}, {url}) did not answer: {}", error_chain(&e))),
+        Err(e) => gone(format!("the gateway replica that holds this {what} ({owner}, {url}) did not answer: {}", error_chain(&e))),
     }
 }
 

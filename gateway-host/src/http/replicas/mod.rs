@@ -1,10 +1,11 @@
 //! Several replicas behind one load balancer (SPEC R35, R49): any replica answers any request.
 //!
 //! Most state is shared through the session store already (chat sessions, their turn locks, the
-//! initialize-era MCP sessions). What cannot leave a process is a call parked for a 2026-07-28
-//! client's `input_required` retry (it waits on an app process) and a running task. Those are
-//! *owned*: the replica holding one records it in the store under the handle the client gets
-//! (its `requestState`, its task id: random, so a client cannot name another's), and a request
+//! opening of initialize-era MCP sessions). What cannot leave a process is a call parked for a
+//! 2026-07-28 client's `input_required` retry (it waits on an app process), a running task, and
+//! an initialize-era session's streams (its subscriptions, the questions asked on them). Those
+//! are *owned*: the replica holding one records it in the store under the handle the client gets
+//! (its `requestState`, its task id, its `Mcp-Session-Id`: random, so a client cannot name another's), and a request
 //! carrying such a handle that reaches another replica is sent on to the owner
 //! ([`forward::to_owner`]), or answered with a JSON-RPC error naming the owner when it is gone.
 //!
