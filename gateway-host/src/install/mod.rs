@@ -52,7 +52,7 @@ const CANDIDATE_FILE: &str = "openclaw.mcpapp.json.new";
 pub enum InstallError {
     #[error("{source_text}: {why}")]
     BadSource { source_text: String, why: String },
-    #[error("unknown package: {registry} has no {package} ({detail})")]
+    #[error("unknown package {package}: the {registry} registry has no such package or version ({detail})")]
     UnknownPackage { registry: &'static str, package: String, detail: String },
     #[error("the {registry} registry is unreachable while installing {package}: {detail}")]
     Unreachable { registry: &'static str, package: String, detail: String },
@@ -233,6 +233,12 @@ pub fn prepare_update(apps_path: &Path, id: &str, version: Option<String>, allow
             return Err(InstallError::BadSource { source_text, why: "a folder has no versions to choose from; update it without --version".into() })
         }
         other => (other.at_version(version), None),
+    };
+    // The source as this update asked for it: `apps update` without `--version` stays on "the
+    // newest", with it on that version.
+    let source_text = match &parsed {
+        Source::Npm { .. } | Source::Pypi { .. } => source.display(),
+        _ => source_text,
     };
     let environment = manifest["environment"]
         .as_object()
