@@ -126,7 +126,7 @@ pub fn manifest(entry: &PackageEntry, choices: &AppChoices) -> (Value, String) {
     }
     let written = Written {
         id: &choices.id,
-        name: entry.title.clone().unwrap_or_else(|| entry.package.clone()),
+        name: entry.title.clone().unwrap_or_else(|| display_name(&entry.package)),
         description: entry.description.as_deref(),
         version: semver_of(&entry.version),
         author: entry.author.as_deref(),
@@ -152,6 +152,21 @@ pub fn manifest(entry: &PackageEntry, choices: &AppChoices) -> (Value, String) {
     };
     let text = serde_json::to_string_pretty(&written).expect("a manifest serializes");
     (serde_json::to_value(&written).expect("a manifest serializes"), text + "\n")
+}
+
+/// A name for people when the package gives no title: its name without the words every MCP
+/// server repeats, in words (`@modelcontextprotocol/server-budget-allocator` → `Budget Allocator`).
+fn display_name(package: &str) -> String {
+    let core = super::source::Source::default_id(package);
+    let words: Vec<String> = core
+        .split(['-', '_', '.'])
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut chars = w.chars();
+            chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+        })
+        .collect();
+    if words.is_empty() { package.to_string() } else { words.join(" ") }
 }
 
 /// A registry's version as the semantic version a manifest needs (the module refuses `1.2` or
@@ -235,6 +250,9 @@ mod tests {
         let (m, text) = manifest(&entry, &choices);
         assert!(text.starts_with("{\n  \"id\": \"weather\",\n  \"name\""), "{text}");
         assert_eq!(m["version"], "1.0.0");
+        assert_eq!(m["name"], "Weather", "the package's name in words");
+        assert_eq!(display_name("mcp-server-time"), "Time");
+        assert_eq!(display_name("@modelcontextprotocol/server-budget-allocator"), "Budget Allocator");
         assert_eq!(m["toolNamePrefix"], "weather.");
         assert_eq!(m["transport"], "stdio");
         assert_eq!(m["environment"], json!({"API_KEY": "k", "UNITS": "metric"}));
