@@ -563,9 +563,7 @@ pub fn apps_remove(config: Option<&Path>, id: &str, output: InstallOutput) -> Re
     if let Some(url) = &output.url {
         progress.step(&format!("waiting for the gateway at {url} to stop it"));
         let token = output.token.clone().filter(|t| !t.trim().is_empty()).or_else(|| configured_token(&settings));
-        let gone = wait_for(url, token.as_deref(), FOLLOW_TIMEOUT, |apps| {
-            (!apps.iter().any(|a| a["id"] == id)).then_some(Ok(Value::Null))
-        });
+        let gone = wait_for(url, token.as_deref(), FOLLOW_TIMEOUT, |apps| (!apps.iter().any(|a| a.id == id)).then_some(Ok(Value::Null)));
         if let Err(why) = gone {
             progress.note(&format!("the gateway at {url} did not stop it: {why}; its folder is removed anyway"));
         }
@@ -611,10 +609,10 @@ fn follow(settings: &Settings, url: &str, token: Option<String>, id: &str, versi
     progress.step(&format!("waiting for the gateway at {url} to run {id} {version}"));
     let token = token.filter(|t| !t.trim().is_empty()).or_else(|| configured_token(settings));
     wait_for(url, token.as_deref(), FOLLOW_TIMEOUT, |apps| {
-        let app = apps.iter().find(|a| a["id"] == id && a["version"] == version)?;
-        match app["state"].as_str() {
-            Some("running") => Some(Ok(app.clone())),
-            Some("failed") => Some(Err(app["lastError"].as_str().unwrap_or("it failed").to_string())),
+        let app = apps.iter().find(|a| a.id == id && a.version == version)?;
+        match app.state.as_str() {
+            "running" => Some(Ok(json!({ "id": app.id, "version": app.version, "state": app.state, "tools": app.tools, "hasUi": app.has_ui }))),
+            "failed" => Some(Err(app.last_error.clone().unwrap_or_else(|| "it failed".into()))),
             _ => None,
         }
     })
@@ -625,20 +623,20 @@ fn wait_for(
     url: &str,
     token: Option<&str>,
     timeout: Duration,
-    mut done: impl FnMut(&[Value]) -> Option<Result<Value, String>>,
+    mut done: impl FnMut(&[LiveApp]) -> Option<Result<Value, String>>,
 ) -> Result<Value, String> {
     let base = url.trim().trim_end_matches('/');
     let deadline = std::time::Instant::now() + timeout;
     let mut last = String::from("no answer yet");
     while std::time::Instant::now() < deadline {
-        match fetch_health(base, token) {
-            Ok(health) => {
-                let apps = health["apps"].as_array().cloned().unwrap_or_default();
-                if let Some(outcome) = done(&apps) {
+        match fetch_health(base, token).map(serde_json::from_value::<LiveHealth>) {
+            Ok(Ok(health)) => {
+                if let Some(outcome) = done(&health.apps) {
                     return outcome;
                 }
                 last = "not there yet".into();
             }
+            Ok(Err(e)) => last = format!("{base}/apps/health answered an unexpected listing: {e}"),
             Err(e) => last = e.to_string(),
         }
         std::thread::sleep(Duration::from_millis(250));
@@ -650,16 +648,7 @@ fn wait_for(
 /// is and what to fill in on stderr.
 fn report_success(committed: &install::Committed, app: Value, output: &InstallOutput) {
     if output.json {
-        let result = json!({
-            "ok": true,
-            "id": committed.id,
-            "version": committed.version,
-            "manifestPath": committed.manifest_path,
-            "manifest": committed.manifest,
-            "notes": committed.notes,
-            "app": app,
-        });
-        println!("{}", serde_json::to_string_pretty(&result).unwrap_or_default());
+        println!("{}", serde_json::to_string_pretty(&committed.result_json(app)).unwrap_or_default());
         return;
     }
     let progress = output.progress();

@@ -167,3 +167,38 @@ pub fn parse_urls(urls: &str) -> Result<Vec<SocketAddr>, BoxError> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn settings(effective: Value, dir: &Path) -> Settings {
+        Settings { effective, config_dir: dir.to_path_buf() }
+    }
+
+    #[test]
+    fn the_apps_folder_joins_the_discovery_paths_the_module_reads_once_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let apps = dir.path().join(".gateway-apps");
+        let nested = json!({ "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": ["./mcpapps"] } } });
+        assert_eq!(module_document(&settings(nested.clone(), dir.path())), nested, "not there yet: not listed");
+        std::fs::create_dir(&apps).unwrap();
+        let doc = module_document(&settings(nested, dir.path()));
+        assert_eq!(doc["OpenClaw"]["McpApps"]["DiscoveryPaths"], json!(["./mcpapps", apps.display().to_string()]));
+        // The top-level section, lower-case keys, and the module's default when none is named.
+        let top = json!({ "mcpApps": { "discoveryPaths": ["./a"] } });
+        assert_eq!(module_document(&settings(top, dir.path()))["mcpApps"]["discoveryPaths"], json!(["./a", apps.display().to_string()]));
+        let none = json!({ "OpenClaw": { "McpApps": { "Enabled": true } } });
+        assert_eq!(module_document(&settings(none, dir.path()))["McpApps"]["DiscoveryPaths"], json!(["./mcpapps", apps.display().to_string()]));
+        // Listed already (relative, as the user wrote it): not twice.
+        let listed = json!({ "McpApps": { "DiscoveryPaths": ["./.gateway-apps/"] } });
+        assert_eq!(module_document(&settings(listed.clone(), dir.path())), listed);
+        // Gateway.AppsPath moves it.
+        std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+        let moved = json!({ "Gateway": { "AppsPath": "elsewhere" }, "McpApps": { "DiscoveryPaths": [] } });
+        let s = settings(moved, dir.path());
+        assert_eq!(apps_path(&s), dir.path().join("elsewhere"));
+        assert_eq!(module_document(&s)["McpApps"]["DiscoveryPaths"], json!([dir.path().join("elsewhere").display().to_string()]));
+    }
+}

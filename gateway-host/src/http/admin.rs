@@ -208,16 +208,7 @@ pub async fn install_app(State(state): State<Arc<GatewayState>>, headers: Header
     };
     tracing::info!("Installed MCP App '{}' {} at {}", committed.id, committed.version, committed.manifest_path.display());
     let app = wait_for_start(&state, &committed.id).await;
-    let answer = json!({
-        "ok": true,
-        "id": committed.id,
-        "version": committed.version,
-        "manifestPath": committed.manifest_path,
-        "manifest": committed.manifest,
-        "notes": committed.notes,
-        "app": app,
-    });
-    (StatusCode::CREATED, Json(answer)).into_response()
+    (StatusCode::CREATED, Json(committed.result_json(app))).into_response()
 }
 
 /// The installed app once the module has it Running or Failed (the discovery watcher starts it;

@@ -466,6 +466,20 @@ impl Staged {
 }
 
 impl Committed {
+    /// The result an install answers with (`--json`, `POST /admin/mcpapps/install`): the
+    /// manifest written, where, the notes, and `app` as the gateway runs it (or `null`).
+    pub fn result_json(&self, app: Value) -> Value {
+        serde_json::json!({
+            "ok": true,
+            "id": self.id,
+            "version": self.version,
+            "manifestPath": self.manifest_path,
+            "manifest": self.manifest,
+            "notes": self.notes,
+            "app": app,
+        })
+    }
+
     /// Whether this replaced an installed version (an update).
     pub fn is_update(&self) -> bool {
         self.previous.is_some()
