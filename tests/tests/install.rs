@@ -264,8 +264,9 @@ fn a_registry_server_json_installs_through_the_admin_route() {
     assert_eq!((status, body["error"]["code"].as_str()), (409, Some("id_clash")), "{body}");
 }
 
-/// Must show 4: an unknown package, a package without an MCP server, a clashing id and an
-/// unreachable registry each give one clear error (exit 1) and change nothing.
+/// Must show 4: an unknown package, a package without an MCP server, a clashing id, an
+/// unreachable registry and a failing install each give one clear error (exit 1) and change
+/// nothing.
 #[test]
 fn refusals_give_one_clear_error_and_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -301,6 +302,27 @@ fn refusals_give_one_clear_error_and_change_nothing() {
         assert!(out.stdout.is_empty(), "nothing printed as a result: {}", describe_output(&out));
         assert_eq!(listing(dir.path()), Vec::<String>::new(), "{args:?} left something behind");
     }
+    // A failing install: its program's last lines. A local package whose install script fails
+    // (it runs only with --allow-scripts; without, the scripts are off and the package is
+    // refused for what it is: no MCP server).
+    let broken = dir.path().join("broken");
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::write(
+        broken.join("package.json"),
+        json!({ "name": "broken-mcp", "version": "1.0.0", "bin": "x.js", "dependencies": {},
+                "scripts": { "postinstall": "echo boom-issue-43 >&2; exit 7" } })
+        .to_string(),
+    )
+    .unwrap();
+    let out = cli(dir.path(), &["apps", "add", broken.to_str().unwrap(), "--allow-scripts"]);
+    assert!(!out.status.success(), "{}", describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("failed (exit status: 7); its last lines:") && stderr.contains("boom-issue-43"), "{}", describe_output(&out));
+    assert_eq!(listing(dir.path()), Vec::<String>::new());
+    let out = cli(dir.path(), &["apps", "add", broken.to_str().unwrap()]);
+    assert!(error_line(&out).contains("no MCP server entry found in npm:broken-mcp"), "scripts off: {}", describe_output(&out));
+    assert_eq!(listing(dir.path()), Vec::<String>::new());
+
     // `--json`: the same, as one object.
     let out = cli(dir.path(), &["apps", "add", "npm:is-number@7.0.0", "--json"]);
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", describe_output(&out)));

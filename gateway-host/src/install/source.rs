@@ -37,6 +37,8 @@ impl Source {
             return Ok(Source::Pypi { name, version });
         }
         let path = if Path::new(text).is_absolute() { PathBuf::from(text) } else { cwd.join(text) };
+        // As it is on disk (`cfg/../pkg` → `/…/pkg`): messages and the recorded source name it so.
+        let path = std::fs::canonicalize(&path).unwrap_or(path);
         if path.is_dir() {
             return Ok(Source::Folder(path));
         }
@@ -145,8 +147,9 @@ mod tests {
     fn files_and_folders_are_told_apart() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("server.json"), "{}").unwrap();
-        assert_eq!(Source::parse("server.json", dir.path()).unwrap(), Source::ServerJson(dir.path().join("server.json")));
-        assert_eq!(Source::parse(".", dir.path()).unwrap(), Source::Folder(dir.path().join(".")));
+        let real = dir.path().canonicalize().unwrap();
+        assert_eq!(Source::parse("server.json", dir.path()).unwrap(), Source::ServerJson(real.join("server.json")));
+        assert_eq!(Source::parse(".", dir.path()).unwrap(), Source::Folder(real.clone()));
     }
 
     #[test]
