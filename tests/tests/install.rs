@@ -323,6 +323,22 @@ fn refusals_give_one_clear_error_and_change_nothing() {
     assert!(error_line(&out).contains("no MCP server entry found in npm:broken-mcp"), "scripts off: {}", describe_output(&out));
     assert_eq!(listing(dir.path()), Vec::<String>::new());
 
+    // On a terminal (a pseudo-terminal of `script`): a spinner while npm runs, then the step
+    // stays with the seconds it took; the error is still one line.
+    let command = format!(
+        "{} --config {} apps add npm:is-number@7.0.0",
+        gateway_e2e::gateway_bin().display(),
+        dir.path().join("appsettings.json").display()
+    );
+    let mut on_tty = std::process::Command::new("script");
+    on_tty.args(["-qec", &command, "/dev/null"]).env("RUST_LOG", "warn");
+    let out = gateway_e2e::run_with_timeout(on_tty, INSTALL_TIMEOUT);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("\r\x1b[2K⠋ fetching and installing npm:is-number@7.0.0"), "a spinner: {shown:?}");
+    assert!(shown.contains("==> fetching and installing npm:is-number@7.0.0 with npm (install scripts off) ("), "{shown:?}");
+    assert!(shown.contains("gateway-host: no MCP server entry found in npm:is-number"), "{shown:?}");
+    assert_eq!(listing(dir.path()), Vec::<String>::new());
+
     // `--json`: the same, as one object.
     let out = cli(dir.path(), &["apps", "add", "npm:is-number@7.0.0", "--json"]);
     let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", describe_output(&out)));
@@ -331,4 +347,72 @@ fn refusals_give_one_clear_error_and_change_nothing() {
     let out = cli(dir.path(), &["apps", "remove", "local"]);
     assert!(error_line(&out).contains("'local' was not installed with `apps add`"));
     assert!(dir.path().join("apps/local/openclaw.mcpapp.json").is_file());
+}
+
+/// A minimal MCP server over stdio in plain Node (no dependencies, so a local package of it
+/// installs without the registry): `initialize`, `tools/list` with one tool `hello` answering
+/// `VERSION`, everything else -32601. With `FAIL` it exits at once instead.
+fn tiny_server(version: &str, fail: bool) -> String {
+    let body = if fail {
+        "process.stderr.write('this version cannot start\\n'); process.exit(3);".to_string()
+    } else {
+        format!(
+            r#"const rl = require('readline').createInterface({{ input: process.stdin }});
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+rl.on('line', (line) => {{
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === 'initialize') return send({{ jsonrpc: '2.0', id: m.id, result: {{ protocolVersion: m.params.protocolVersion, capabilities: {{ tools: {{}} }}, serverInfo: {{ name: 'tiny', version: '{version}' }} }} }});
+  if (m.method === 'tools/list') return send({{ jsonrpc: '2.0', id: m.id, result: {{ tools: [{{ name: 'hello', inputSchema: {{ type: 'object' }} }}] }} }});
+  if (m.method === 'tools/call') return send({{ jsonrpc: '2.0', id: m.id, result: {{ content: [{{ type: 'text', text: 'hello from {version}' }}] }} }});
+  if (m.method === 'ping') return send({{ jsonrpc: '2.0', id: m.id, result: {{}} }});
+  send({{ jsonrpc: '2.0', id: m.id, error: {{ code: -32601, message: 'not here' }} }});
+}});"#
+        )
+    };
+    format!("#!/usr/bin/env node\n{body}\n")
+}
+
+fn write_tiny_package(folder: &Path, version: &str, fail: bool) {
+    std::fs::create_dir_all(folder).unwrap();
+    let package = json!({ "name": "tiny-mcp-server", "version": version, "bin": { "tiny-mcp-server": "server.js" },
+                          "mcpName": "io.github.example/tiny" });
+    std::fs::write(folder.join("package.json"), package.to_string()).unwrap();
+    std::fs::write(folder.join("server.js"), tiny_server(version, fail)).unwrap();
+}
+
+/// "Roll back otherwise" (must show 3): an update whose new version does not start puts the
+/// previous manifest back; the old version runs again, the new one's folder is gone. The package
+/// is a local folder (no registry needed): version 1.0.0 runs, 2.0.0 exits at start.
+#[test]
+fn an_update_whose_new_version_fails_is_rolled_back() {
+    let (dir, gw) = serving_gateway();
+    let url = gw.base_url().to_string();
+    let package = dir.path().join("tiny");
+    write_tiny_package(&package, "1.0.0", false);
+    let out = cli(dir.path(), &["apps", "add", package.to_str().unwrap(), "--url", &url]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let tiny = app(&gw, "tiny");
+    assert_eq!((tiny["state"].as_str(), tiny["version"].as_str()), (Some("running"), Some("1.0.0")), "{tiny}");
+    assert!(call(&gw, "tiny.hello", json!({})).unwrap().contains("hello from 1.0.0"));
+    let manifest_before = std::fs::read_to_string(apps_folder(dir.path()).join("tiny/openclaw.mcpapp.json")).unwrap();
+
+    write_tiny_package(&package, "2.0.0", true);
+    let out = cli(dir.path(), &["apps", "update", "tiny", "--url", &url]);
+    assert!(!out.status.success(), "{}", describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the new version of 'tiny' did not start") && stderr.contains("the previous version was put back"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(apps_folder(dir.path()).join("tiny/openclaw.mcpapp.json")).unwrap(), manifest_before);
+    let folder = apps_folder(dir.path()).join("tiny");
+    assert!(folder.join("v1").is_dir() && !folder.join("v2").exists(), "{:?}", walk(&folder, 1));
+    assert!(
+        wait_until(Duration::from_secs(60), Duration::from_millis(200), || {
+            let a = app(&gw, "tiny");
+            a["state"] == "running" && a["version"] == "1.0.0"
+        }),
+        "the previous version runs again: {}\n{}",
+        app(&gw, "tiny"),
+        gw.logs()
+    );
+    assert!(call(&gw, "tiny.hello", json!({})).unwrap().contains("hello from 1.0.0"));
 }
