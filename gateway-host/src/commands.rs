@@ -490,11 +490,12 @@ pub fn apps_add(config: Option<&Path>, module: Option<&Path>, request: AddReques
         match follow(&settings, url, output.token.clone(), &committed.id, &committed.version, &output.progress()) {
             Ok(found) => app = found,
             Err(why) => {
-                let error = InstallError::RolledBack { id: committed.id.clone(), why: why.clone() };
                 // A new app is not taken back: its manifest may only need a value filled in.
-                eprintln!("gateway-host: '{}' is installed but did not run at {url}: {why}", committed.id);
+                let message = format!("'{}' is installed ({}) but did not run at {url}: {why}", committed.id, committed.manifest_path.display());
                 if output.json {
-                    println!("{}", json!({ "ok": false, "error": { "code": "not_running", "message": error.to_string() }, "manifestPath": committed.manifest_path, "manifest": committed.manifest }));
+                    println!("{}", json!({ "ok": false, "error": { "code": "not_running", "message": message }, "manifestPath": committed.manifest_path, "manifest": committed.manifest }));
+                } else {
+                    eprintln!("gateway-host: {message}");
                 }
                 return Ok(false);
             }

@@ -284,7 +284,9 @@ fn refusals_give_one_clear_error_and_change_nothing() {
         assert!(!out.status.success(), "{}", describe_output(out));
         errors[0].to_string()
     };
-    let cases: [(&[&str], &[(&str, &str)], &str); 5] = [
+    // (arguments, environment, what the one error line says)
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
         (&["apps", "add", "npm:@modelcontextprotocol/no-such-server-issue-43"], &[], "unknown package"),
         (&["apps", "add", "pypi:no-such-mcp-server-issue-43"], &[], "unknown package"),
         (&["apps", "add", "npm:is-number@7.0.0"], &[], "no MCP server entry found in npm:is-number"),

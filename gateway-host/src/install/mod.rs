@@ -615,7 +615,7 @@ fn remove_stale_versions(plan: &Plan) {
 /// registry (recognised in what the program printed), or the failure with its last lines.
 fn classify(registry: &'static str, package: &str, failed: Failed, unknown: &[&str], unreachable: &[&str]) -> InstallError {
     let last_matching = |needles: &[&str]| {
-        failed.output.lines().filter(|l| needles.iter().any(|n| l.contains(n))).last().map(|l| l.trim().to_string())
+        failed.output.lines().rfind(|l| needles.iter().any(|n| l.contains(n))).map(|l| l.trim().to_string())
     };
     if let Some(line) = last_matching(unreachable) {
         return InstallError::Unreachable { registry, package: package.to_string(), detail: line };
