@@ -89,6 +89,7 @@ enum AppsAction {
     /// Install an app: SOURCE is npm:NAME[@VERSION], pypi:NAME[==VERSION], the path of an MCP
     /// Registry server.json, or a folder. Writes, checks and prints its openclaw.mcpapp.json.
     Add {
+        /// npm:NAME[@VERSION], pypi:NAME[==VERSION], a server.json path, or a folder.
         source: String,
         /// The app's id (default: from the package's name, e.g. budget-allocator).
         #[arg(long)]
@@ -105,10 +106,12 @@ enum AppsAction {
     /// Install another version of an installed app (the newest, or --version) beside the one
     /// serving, then switch to it; with --url, the old one comes back if the new one fails.
     Update {
+        /// The id of an app `apps add` installed.
         id: String,
         /// The version to install (default: the newest).
         #[arg(long)]
         version: Option<String>,
+        /// Run the npm packages' install scripts (off by default: they would run unconfined).
         #[arg(long)]
         allow_scripts: bool,
         #[command(flatten)]
@@ -116,6 +119,7 @@ enum AppsAction {
     },
     /// Remove an installed app: its manifest (a running gateway stops it), then its folder.
     Remove {
+        /// The id of an app `apps add` installed.
         id: String,
         #[command(flatten)]
         output: InstallOutputArgs,
