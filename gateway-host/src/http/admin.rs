@@ -196,15 +196,21 @@ pub async fn install_app(State(state): State<Arc<GatewayState>>, headers: Header
     let request = install::AddRequest { source, id: field("id"), prefix: field("prefix"), allow_scripts: false };
     let apps_path = crate::config::gateway_config::apps_path(&state.settings);
     let cwd = state.settings.config_dir.clone();
-    let progress = install::progress::Progress::new(install::progress::Style::Log);
-    let committed = install::run(&state.module, &progress, async {
-        let known = install::known_ids(&state.module, true).await?;
-        install::prepare_add(&apps_path, &request, &cwd, &known)
-    })
-    .await;
-    let committed = match committed {
-        Ok(c) => c,
-        Err(e) => return install_refusal(&e),
+    let module = state.module.clone();
+    // On a task of its own: a client that goes away mid-install does not cut it off half-way
+    // (the install finishes, or cleans up after itself, either way).
+    let work = tokio::spawn(async move {
+        let progress = install::progress::Progress::new(install::progress::Style::Log);
+        install::run(&module, &progress, async {
+            let known = install::known_ids(&module, true).await?;
+            install::prepare_add(&apps_path, &request, &cwd, &known)
+        })
+        .await
+    });
+    let committed = match work.await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return install_refusal(&e),
+        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, "install_failed", format!("the install task ended: {e}")),
     };
     tracing::info!("Installed MCP App '{}' {} at {}", committed.id, committed.version, committed.manifest_path.display());
     let app = wait_for_start(&state, &committed.id).await;
