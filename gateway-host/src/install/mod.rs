@@ -196,7 +196,12 @@ pub fn prepare_add(apps_path: &Path, request: &AddRequest, cwd: &Path, known: &[
     }
     let app_dir = apps_path.join(&id);
     if app_dir.exists() {
-        return Err(InstallError::Clash { id, at: app_dir.display().to_string() });
+        let at = if app_dir.join(MANIFEST_FILE).exists() {
+            app_dir.join(MANIFEST_FILE).display().to_string()
+        } else {
+            format!("{}, a folder without a manifest: an install that was interrupted? remove the folder", app_dir.display())
+        };
+        return Err(InstallError::Clash { id, at });
     }
     // A file or folder is recorded by its absolute path: `apps update` may run elsewhere.
     let source_text = match Source::parse(&request.source, cwd)? {
@@ -705,6 +710,7 @@ mod tests {
         let request = |source: &str, id: Option<&str>| AddRequest { source: source.into(), id: id.map(str::to_string), ..Default::default() };
         let err = prepare_add(apps.path(), &request("pypi:mcp-server-time", None), apps.path(), &[]).unwrap_err();
         assert!(matches!(err, InstallError::Clash { .. }), "{err}");
+        assert!(err.to_string().contains("a folder without a manifest"), "{err}");
         let known = [("grocery-inventory".to_string(), "/x/openclaw.mcpapp.json".to_string())];
         let err = prepare_add(apps.path(), &request("npm:@x/y", Some("Grocery-Inventory")), apps.path(), &known).unwrap_err();
         assert!(err.to_string().contains("/x/openclaw.mcpapp.json"), "{err}");
