@@ -14,7 +14,12 @@ use serde::{Deserialize, Serialize};
 
 use serde_json::{json, Value};
 
+use std::time::Duration;
+
+use crate::config::gateway_config;
 use crate::http::auth::DEFAULT_TOKEN_ENV;
+use crate::install::progress::{Progress, Style};
+use crate::install::{self, InstallError};
 use crate::module::host::ModuleHost;
 use crate::serve;
 use crate::config::settings::Settings;
@@ -433,6 +438,241 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cause = inner;
     }
     cause.to_string()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Installing apps (SPEC R53): `apps add|update|remove|list --installed`. The work is in
+// `install/`; here is the command line's side: progress, the printed result, and following a
+// running gateway (`--url`).
+
+pub use crate::install::AddRequest;
+
+/// How `apps add|update|remove` report, and the gateway they follow.
+#[derive(Debug, Clone, Default)]
+pub struct InstallOutput {
+    pub quiet: bool,
+    pub json: bool,
+    pub url: Option<String>,
+    pub token: Option<String>,
+}
+
+impl InstallOutput {
+    fn progress(&self) -> Progress {
+        Progress::new(if self.json { Style::Quiet } else { Style::for_stderr(self.quiet) })
+    }
+}
+
+/// How long `--url` waits for a gateway to run an installed version (its startup timeout is 30 s;
+/// the watcher's debounce and a restart come on top).
+const FOLLOW_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// `gateway-host apps add SOURCE`: installs, checks and prints the manifest. `Ok(false)` when the
+/// install was refused or failed (said on stderr, or as `--json`'s object).
+pub fn apps_add(config: Option<&Path>, module: Option<&Path>, request: AddRequest, output: InstallOutput) -> Result<bool, BoxError> {
+    let settings = Settings::load(config)?;
+    let apps_path = gateway_config::apps_path(&settings);
+    let progress = output.progress();
+    let cwd = std::env::current_dir()?;
+    let installed = with_module(config, module, |m| async move {
+        Ok(install::run(&m, &progress, async {
+            progress.step(&format!("resolving {}", request.source));
+            let known = install::known_ids(&m, false).await?;
+            install::prepare_add(&apps_path, &request, &cwd, &known)
+        })
+        .await)
+    })?;
+    let committed = match installed {
+        Ok(c) => c,
+        Err(e) => return Ok(report_failure(&e, &output)),
+    };
+    let mut app = Value::Null;
+    if let Some(url) = &output.url {
+        match follow(&settings, url, output.token.clone(), &committed.id, &committed.version, &output.progress()) {
+            Ok(found) => app = found,
+            Err(why) => {
+                // A new app is not taken back: its manifest may only need a value filled in.
+                let message = format!("'{}' is installed ({}) but did not run at {url}: {why}", committed.id, committed.manifest_path.display());
+                if output.json {
+                    println!("{}", json!({ "ok": false, "error": { "code": "not_running", "message": message }, "manifestPath": committed.manifest_path, "manifest": committed.manifest }));
+                } else {
+                    eprintln!("gateway-host: {message}");
+                }
+                return Ok(false);
+            }
+        }
+    }
+    report_success(&committed, app, &output);
+    Ok(true)
+}
+
+/// `gateway-host apps update ID [--version V]`: installs the version beside the one serving,
+/// switches the manifest, and with `--url` waits for the gateway to run it (rolling back if it
+/// does not); without `--url` the old version's folder stays until the next update.
+pub fn apps_update(
+    config: Option<&Path>,
+    module: Option<&Path>,
+    id: &str,
+    version: Option<String>,
+    allow_scripts: bool,
+    output: InstallOutput,
+) -> Result<bool, BoxError> {
+    let settings = Settings::load(config)?;
+    let apps_path = gateway_config::apps_path(&settings);
+    let progress = output.progress();
+    let id_owned = id.to_string();
+    let installed = with_module(config, module, |m| async move {
+        Ok(install::run(&m, &progress, async {
+            progress.step(&format!("updating {id_owned}"));
+            install::prepare_update(&apps_path, &id_owned, version, allow_scripts)
+        })
+        .await)
+    })?;
+    let committed = match installed {
+        Ok(c) => c,
+        Err(e) => return Ok(report_failure(&e, &output)),
+    };
+    let mut app = Value::Null;
+    match &output.url {
+        Some(url) => match follow(&settings, url, output.token.clone(), &committed.id, &committed.version, &output.progress()) {
+            Ok(found) => app = found,
+            Err(why) => {
+                let error = committed.roll_back(why);
+                return Ok(report_failure(&error, &output));
+            }
+        },
+        None => output.progress().note("the previous version's folder is kept until the next update (pass --url to have it removed once the gateway runs this one)"),
+    }
+    report_success(&committed, app, &output);
+    if output.url.is_some() {
+        // The gateway runs the new version: the old one's folder goes.
+        committed.finish();
+    }
+    Ok(true)
+}
+
+/// `gateway-host apps remove ID`: the manifest goes first (a running gateway stops the app; with
+/// `--url`, once it has), then the app's folder.
+pub fn apps_remove(config: Option<&Path>, id: &str, output: InstallOutput) -> Result<bool, BoxError> {
+    let settings = Settings::load(config)?;
+    let apps_path = gateway_config::apps_path(&settings);
+    let progress = output.progress();
+    progress.step(&format!("removing {id}"));
+    let app_dir = match install::remove_manifest(&apps_path, id) {
+        Ok(dir) => dir,
+        Err(e) => return Ok(report_failure(&e, &output)),
+    };
+    if let Some(url) = &output.url {
+        progress.step(&format!("waiting for the gateway at {url} to stop it"));
+        let token = output.token.clone().filter(|t| !t.trim().is_empty()).or_else(|| configured_token(&settings));
+        let gone = wait_for(url, token.as_deref(), FOLLOW_TIMEOUT, |apps| (!apps.iter().any(|a| a.id == id)).then_some(Ok(Value::Null)));
+        if let Err(why) = gone {
+            progress.note(&format!("the gateway at {url} did not stop it: {why}; its folder is removed anyway"));
+        }
+    }
+    if let Err(e) = install::remove_folder(&app_dir) {
+        return Ok(report_failure(&e, &output));
+    }
+    if output.json {
+        println!("{}", json!({ "ok": true, "id": id, "removed": app_dir }));
+    } else {
+        progress.step(&format!("removed {id} ({})", app_dir.display()));
+    }
+    Ok(true)
+}
+
+/// `gateway-host apps list --installed`: the apps in `Gateway.AppsPath` and where they came from.
+pub fn apps_installed(config: Option<&Path>, json: bool) -> Result<(), BoxError> {
+    let settings = Settings::load(config)?;
+    let apps_path = gateway_config::apps_path(&settings);
+    let apps = install::list_installed(&apps_path);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "appsPath": apps_path, "apps": apps }))?);
+        return Ok(());
+    }
+    let header = ["ID", "VERSION", "PACKAGE VERSION", "SOURCE"];
+    let rows: Vec<[String; 4]> = apps.iter().map(|a| [a.id.clone(), a.version.clone(), a.package_version.clone(), a.source.clone()]).collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(header.map(str::to_string)).chain(rows) {
+        println!("{:<w0$}  {:<w1$}  {:<w2$}  {}", row[0], row[1], row[2], row[3], w0 = widths[0], w1 = widths[1], w2 = widths[2]);
+    }
+    println!("{} app(s) installed in {}", apps.len(), apps_path.display());
+    Ok(())
+}
+
+/// Waits for the gateway at `url` to run `id` at `version`: its entry in `/apps/health` once
+/// Running, the reason if it went Failed or did not show up in time.
+fn follow(settings: &Settings, url: &str, token: Option<String>, id: &str, version: &str, progress: &Progress) -> Result<Value, String> {
+    progress.step(&format!("waiting for the gateway at {url} to run {id} {version}"));
+    let token = token.filter(|t| !t.trim().is_empty()).or_else(|| configured_token(settings));
+    wait_for(url, token.as_deref(), FOLLOW_TIMEOUT, |apps| {
+        let app = apps.iter().find(|a| a.id == id && a.version == version)?;
+        match app.state.as_str() {
+            "running" => Some(Ok(json!({ "id": app.id, "version": app.version, "state": app.state, "tools": app.tools, "hasUi": app.has_ui }))),
+            "failed" => Some(Err(app.last_error.clone().unwrap_or_else(|| "it failed".into()))),
+            _ => None,
+        }
+    })
+}
+
+/// Polls `GET {url}/apps/health` until `done` decides, or `timeout`.
+fn wait_for(
+    url: &str,
+    token: Option<&str>,
+    timeout: Duration,
+    mut done: impl FnMut(&[LiveApp]) -> Option<Result<Value, String>>,
+) -> Result<Value, String> {
+    let base = url.trim().trim_end_matches('/');
+    let deadline = std::time::Instant::now() + timeout;
+    let mut last = String::from("no answer yet");
+    while std::time::Instant::now() < deadline {
+        match fetch_health(base, token).map(serde_json::from_value::<LiveHealth>) {
+            Ok(Ok(health)) => {
+                if let Some(outcome) = done(&health.apps) {
+                    return outcome;
+                }
+                last = "not there yet".into();
+            }
+            Ok(Err(e)) => last = format!("{base}/apps/health answered an unexpected listing: {e}"),
+            Err(e) => last = e.to_string(),
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    Err(format!("not within {} s ({last})", timeout.as_secs()))
+}
+
+/// What a finished install prints: the manifest on stdout (or `--json`'s object), and where it
+/// is and what to fill in on stderr.
+fn report_success(committed: &install::Committed, app: Value, output: &InstallOutput) {
+    if output.json {
+        println!("{}", serde_json::to_string_pretty(&committed.result_json(app)).unwrap_or_default());
+        return;
+    }
+    let progress = output.progress();
+    let verb = if committed.is_update() { "updated" } else { "installed" };
+    progress.step(&format!("{verb} {} {} — {}", committed.id, committed.version, committed.manifest_path.display()));
+    for note in &committed.notes {
+        progress.note(note);
+    }
+    if let Some(state) = app["state"].as_str() {
+        progress.note(&format!("the gateway runs it: {state}, {} tool(s)", app["tools"]));
+    }
+    print!("{}", committed.text);
+}
+
+/// A refused or failed install: one clear message on stderr (or `--json`'s object). Always
+/// `false`, the command's failure.
+fn report_failure(error: &InstallError, output: &InstallOutput) -> bool {
+    if output.json {
+        println!("{}", json!({ "ok": false, "error": { "code": error.code(), "message": error.to_string() } }));
+    } else {
+        eprintln!("gateway-host: {error}");
+    }
+    false
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod serve;
 
 mod chat;
 mod http;
+mod install;
 mod module;
 mod metrics;
 mod parse_count;

@@ -56,6 +56,8 @@ enum Command {
     /// List the apps discovery finds with this configuration, their effective settings and
     /// states, without serving; with `--url`, the live states of a running gateway's apps.
     Apps {
+        #[command(subcommand)]
+        action: Option<AppsAction>,
         /// Print the discovery report (or the live listing) as JSON.
         #[arg(long)]
         json: bool,
@@ -78,6 +80,83 @@ enum Command {
         #[arg(long, default_value_t = 5)]
         delay_ms: u64,
     },
+}
+
+/// `apps add|update|remove|list` (SPEC R53): apps installed from npm, PyPI, an MCP Registry
+/// `server.json` or a folder into `Gateway.AppsPath`, which a running gateway discovers.
+#[derive(Debug, Subcommand)]
+enum AppsAction {
+    /// Install an app: SOURCE is npm:NAME[@VERSION], pypi:NAME[==VERSION], the path of an MCP
+    /// Registry server.json, or a folder. Writes, checks and prints its openclaw.mcpapp.json.
+    Add {
+        /// npm:NAME[@VERSION], pypi:NAME[==VERSION], a server.json path, or a folder.
+        source: String,
+        /// The app's id (default: from the package's name, e.g. budget-allocator).
+        #[arg(long)]
+        id: Option<String>,
+        /// The app's tool-name prefix (default: the id and a dot).
+        #[arg(long)]
+        prefix: Option<String>,
+        /// Run the npm packages' install scripts (off by default: they would run unconfined).
+        #[arg(long)]
+        allow_scripts: bool,
+        #[command(flatten)]
+        output: InstallOutputArgs,
+    },
+    /// Install another version of an installed app (the newest, or --version) beside the one
+    /// serving, then switch to it; with --url, the old one comes back if the new one fails.
+    Update {
+        /// The id of an app `apps add` installed.
+        id: String,
+        /// The version to install (default: the newest).
+        #[arg(long)]
+        version: Option<String>,
+        /// Run the npm packages' install scripts (off by default: they would run unconfined).
+        #[arg(long)]
+        allow_scripts: bool,
+        #[command(flatten)]
+        output: InstallOutputArgs,
+    },
+    /// Remove an installed app: its manifest (a running gateway stops it), then its folder.
+    Remove {
+        /// The id of an app `apps add` installed.
+        id: String,
+        #[command(flatten)]
+        output: InstallOutputArgs,
+    },
+    /// List apps: with --installed, those `apps add` installed; otherwise as `apps`.
+    List {
+        /// Only the apps installed into Gateway.AppsPath, with their sources.
+        #[arg(long)]
+        installed: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How an install reports (`apps add|update|remove`).
+#[derive(Debug, clap::Args)]
+struct InstallOutputArgs {
+    /// No progress or notes on stderr (errors still).
+    #[arg(long, short)]
+    quiet: bool,
+    /// Print the result as one JSON object on stdout (no progress).
+    #[arg(long)]
+    json: bool,
+    /// A running gateway to follow (e.g. http://127.0.0.1:5000): wait until it runs the new
+    /// version (or has stopped a removed app); an update that fails there is rolled back.
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The gateway token for --url (default as for `apps --url`).
+    #[arg(long, value_name = "TOKEN", requires = "url")]
+    token: Option<String>,
+}
+
+impl InstallOutputArgs {
+    fn options(self) -> commands::InstallOutput {
+        commands::InstallOutput { quiet: self.quiet, json: self.json, url: self.url, token: self.token }
+    }
 }
 
 /// jemalloc, for the reasons in `memory.rs` (not in builds with `--cfg fuzzing`, which have no
@@ -123,7 +202,27 @@ fn main() -> ExitCode {
                 Err(e) => Err(e),
             }
         }
-        Some(Command::Apps { json, url: Some(url), token }) => commands::apps_live(cli.config.as_deref(), &url, token, json),
+        Some(Command::Apps { action: Some(action), .. }) => {
+            let (config, module) = (cli.config.as_deref(), cli.module.as_deref());
+            let outcome = match action {
+                AppsAction::Add { source, id, prefix, allow_scripts, output } => {
+                    let request = commands::AddRequest { source, id, prefix, allow_scripts };
+                    commands::apps_add(config, module, request, output.options())
+                }
+                AppsAction::Update { id, version, allow_scripts, output } => {
+                    commands::apps_update(config, module, &id, version, allow_scripts, output.options())
+                }
+                AppsAction::Remove { id, output } => commands::apps_remove(config, &id, output.options()),
+                AppsAction::List { installed: true, json } => commands::apps_installed(config, json).map(|()| true),
+                AppsAction::List { installed: false, json } => commands::apps(config, module, json).map(|()| true),
+            };
+            match outcome {
+                Ok(true) => Ok(()),
+                Ok(false) => return ExitCode::FAILURE,
+                Err(e) => Err(e),
+            }
+        }
+        Some(Command::Apps { json, url: Some(url), token, .. }) => commands::apps_live(cli.config.as_deref(), &url, token, json),
         Some(Command::Apps { json, url: None, .. }) => commands::apps(cli.config.as_deref(), cli.module.as_deref(), json),
         Some(Command::BoundaryCheck { calls, delay_ms }) => {
             boundary_check::run(cli.config.as_deref(), cli.module.as_deref(), calls, delay_ms)

@@ -92,6 +92,8 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
     let bound: Vec<SocketAddr> = listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let sandbox_bound: Vec<SocketAddr> = sandbox_listeners.iter().filter_map(|l| l.local_addr().ok()).collect();
     let workspace = Arc::new(Workspace::open(settings.clone(), config.clone(), &data_dir(&settings))?);
+    // SPEC R53: the folder `apps add` installs into is discovered and watched from the start.
+    crate::config::gateway_config::ensure_apps_path(&settings);
     let module = create_module(&workspace.module_settings(), loaded)?;
     let state = Arc::new(GatewayState::new(module.clone(), settings, workspace, bound.clone(), sandbox_bound.clone())?);
     // A replica that cannot reach the store its peers share would serve split state: it does not

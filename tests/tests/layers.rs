@@ -22,7 +22,7 @@
 //! - [`runtime_is_the_ground`]: the module's `runtime/` imports nothing outside `runtime/`.
 //! - [`host_entry_points_are_leaves`]: in gateway-host, nothing imports serve.rs or commands.rs
 //!   but commands.rs and boundary_check.rs (main.rs, the binary, is out of the library's reach).
-//! - [`host_folders_point_down`]: the host's folders are layers too, `http` > `chat` >
+//! - [`host_folders_point_down`]: the host's folders are layers too, `http` > `chat` | `install` >
 //!   `tools` | `config` > `module`: a file imports its own folder or folders below it, never one
 //!   above it nor a sibling of its rank. The files at the crate's root (metrics, parse_count,
 //!   logging…) are shared ground and not ranked.
@@ -42,9 +42,9 @@ const PRODUCT_CRATES: [&str; 3] = ["host-abi", "mcpapp-plugin", "gateway-host"];
 /// The module's layers, top first.
 const MODULE_LAYERS: [&str; 4] = ["export", "apps", "upstream", "runtime"];
 
-/// The host's folders by rank, top first: `tools` and `config` share a rank (neither imports the
-/// other).
-const HOST_LAYERS: [(&str, usize); 5] = [("http", 0), ("chat", 1), ("tools", 2), ("config", 2), ("module", 3)];
+/// The host's folders by rank, top first: `chat` and `install` share a rank, as do `tools` and
+/// `config` (neither of a pair imports the other).
+const HOST_LAYERS: [(&str, usize); 6] = [("http", 0), ("chat", 1), ("install", 1), ("tools", 2), ("config", 2), ("module", 3)];
 
 // ---------------------------------------------------------------------------------------------
 // The checks

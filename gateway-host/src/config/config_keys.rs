@@ -115,6 +115,8 @@ pub const CONFIGURATION: Key = Section(&[
             ("ModulePath", V),
             ("DataPath", V),
             ("DataDir", V),
+            // SPEC R53: where `apps add` installs apps (install/, gateway_config.rs)
+            ("AppsPath", V),
             ("ShutdownTimeoutSeconds", V),
             ("WorkerThreads", V),
             // http/auth.rs

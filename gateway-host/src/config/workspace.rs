@@ -281,7 +281,7 @@ impl Workspace {
     /// Hands the module the current document. A module without `registry.reconfigure` reloads
     /// with the configuration it was created with (said in the log).
     async fn apply(&self, module: &ModuleHost, explicit: bool) -> Result<ReloadReport, WorkspaceError> {
-        let params = ReconfigureParams { config: self.module_settings().effective, explicit };
+        let params = ReconfigureParams { config: crate::config::gateway_config::module_document(&self.module_settings()), explicit };
         match module.invoke_typed::<_, ReloadReport>(RECONFIGURE, &params).await {
             Ok(report) => Ok(report),
             Err(e) if e.code() == host_abi::ErrorCode::NotImplemented => {

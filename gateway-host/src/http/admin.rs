@@ -10,6 +10,8 @@
 //!   stop, changed ones restart, Failed ones are retried; answers the report.
 //! - `POST /admin/mcpapps/{id}/start|stop`: start (clearing a crash-loop hold) or stop one MCP App;
 //!   answers the app as `/apps/health` lists it.
+//! - `POST /admin/mcpapps/install` `{source, id?, prefix?}` (SPEC R53): `apps add` from a running
+//!   gateway; answers the written manifest and the app as the gateway runs it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use serde_json::{json, Value};
 use super::json_error::json_error;
 use super::connections;
 use super::GatewayState;
+use crate::install;
 use crate::module::host::SwapError;
 use crate::module::loader::LoadError;
 
@@ -163,4 +166,94 @@ pub fn module_failure(e: &host_abi::AbiError) -> Response {
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     };
     json_error(status, &e.code.to_string(), e.message.as_str().to_string())
+}
+
+/// How long the install route waits for the watcher to start an installed app before it answers
+/// (the manifest's startup timeout is 30 s).
+const INSTALL_START_WAIT: Duration = Duration::from_secs(45);
+
+/// `POST /admin/mcpapps/install` `{source, id?, prefix?}`: installs as `gateway-host apps add`
+/// does (npm scripts off), into `Gateway.AppsPath`, which this gateway discovers; answers 201
+/// with the manifest and the app once the gateway runs it (or has tried to). Relative paths in
+/// `source` resolve against the configuration's folder.
+pub async fn install_app(State(state): State<Arc<GatewayState>>, headers: HeaderMap, body: Body) -> Response {
+    if let Some(refusal) = state.auth.admin_refusal(&headers) {
+        return refusal;
+    }
+    let body = match connections::read_body(body, connections::MAX_JSON_BODY_BYTES).await {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
+    let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+    let field = |k: &str| parsed.as_ref().and_then(|b| b.get(k)).and_then(Value::as_str).map(str::to_string);
+    let Some(source) = field("source").filter(|s| !s.trim().is_empty()) else {
+        return json_error(
+            StatusCode::BAD_REQUEST,
+            "bad_body",
+            "send a JSON object {\"source\": \"npm:NAME[@VERSION]\" | \"pypi:NAME[==VERSION]\" | a server.json path | a folder, \"id\"?, \"prefix\"?}",
+        );
+    };
+    let request = install::AddRequest { source, id: field("id"), prefix: field("prefix"), allow_scripts: false };
+    let apps_path = crate::config::gateway_config::apps_path(&state.settings);
+    let cwd = state.settings.config_dir.clone();
+    let module = state.module.clone();
+    // On a task of its own: a client that goes away mid-install does not cut it off half-way
+    // (the install finishes, or cleans up after itself, either way).
+    let work = tokio::spawn(async move {
+        let progress = install::progress::Progress::new(install::progress::Style::Log);
+        install::run(&module, &progress, async {
+            let known = install::known_ids(&module, true).await?;
+            install::prepare_add(&apps_path, &request, &cwd, &known)
+        })
+        .await
+    });
+    let committed = match work.await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return install_refusal(&e),
+        Err(e) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, "install_failed", format!("the install task ended: {e}")),
+    };
+    tracing::info!("Installed MCP App '{}' {} at {}", committed.id, committed.version, committed.manifest_path.display());
+    let app = wait_for_start(&state, &committed.id).await;
+    (StatusCode::CREATED, Json(committed.result_json(app))).into_response()
+}
+
+/// The installed app once the module has it Running or Failed (the discovery watcher starts it;
+/// after a few seconds without it, a reload is asked for, as `POST /admin/mcpapps/reload` does);
+/// `null` if it did not show up in time.
+async fn wait_for_start(state: &GatewayState, id: &str) -> Value {
+    let started = std::time::Instant::now();
+    let mut reloaded = false;
+    while started.elapsed() < INSTALL_START_WAIT {
+        if let Ok(apps) = state.module.list_apps().await {
+            if let Some(app) = apps.iter().find(|a| a.id.as_str() == id) {
+                let state_name = app.state().as_str();
+                if state_name == "running" || state_name == "failed" {
+                    return crate::module::host::app_json(app);
+                }
+            } else if !reloaded && started.elapsed() > Duration::from_secs(3) {
+                reloaded = true;
+                if let Err(e) = state.workspace.reload(&state.module).await {
+                    tracing::warn!("reloading after installing '{id}': {e}");
+                }
+                state.tools.refresh().await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Value::Null
+}
+
+/// An install that did not happen, as a JSON error with its code (nothing was changed).
+fn install_refusal(error: &install::InstallError) -> Response {
+    use install::InstallError as E;
+    let status = match error {
+        E::BadSource { .. } | E::BadId { .. } | E::BadServerJson { .. } => StatusCode::BAD_REQUEST,
+        E::UnknownPackage { .. } => StatusCode::NOT_FOUND,
+        E::Clash { .. } => StatusCode::CONFLICT,
+        E::NoServerEntry { .. } | E::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        E::Unreachable { .. } | E::StepFailed { .. } => StatusCode::BAD_GATEWAY,
+        E::NotInstalled { .. } => StatusCode::NOT_FOUND,
+        E::Io { .. } | E::Module(_) | E::RolledBack { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    json_error(status, error.code(), error.to_string())
 }

@@ -115,6 +115,12 @@ impl AuthPolicy {
         })
     }
 
+    /// Whether the `/admin` routes can be used at all (a token is configured): the host page
+    /// offers its "Add app" form only then (SPEC R53).
+    pub fn admin_enabled(&self) -> bool {
+        self.token.is_some()
+    }
+
     /// A one-line description for the startup log.
     pub fn describe(&self) -> String {
         if self.required {

@@ -41,6 +41,7 @@ pub async fn healthz(State(state): State<Arc<GatewayState>>) -> Json<Value> {
 ///
 /// - `mcp`: the `/apps/mcp/{appId}` URL of the first Running app with a UI, else of the first
 ///   Running app, else null.
+/// - `admin`: whether a token is configured, so the `/admin` routes can be used.
 /// - `sandbox`: the origin app iframes are rendered on (the sandbox listener,
 ///   [`super::sandbox::SandboxSite::origin`]: the same value the host page's CSP `frame-src`
 ///   names, so the page never frames an origin its own policy forbids).
@@ -65,6 +66,9 @@ pub async fn apps_health(State(state): State<Arc<GatewayState>>, headers: Header
         "mcp": listing.featured_mcp,
         "sandbox": state.sandbox.origin(&headers),
         "agent": state.chat.status(),
+        // SPEC R53: the admin routes take the token (`POST /admin/mcpapps/install` for the
+        // page's "Add app" form); false when no token is configured.
+        "admin": state.auth.admin_enabled(),
         "apps": listing.apps,
     }))
     .into_response()

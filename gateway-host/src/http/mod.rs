@@ -165,6 +165,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/tools", get(tools::list))
         .route("/admin/module", post(admin::swap_module))
         .route("/admin/mcpapps/reload", post(admin::reload_apps))
+        .route("/admin/mcpapps/install", post(admin::install_app))
         .route("/admin/workspace/mcp", get(workspace_mcp::list).post(workspace_mcp::add))
         .route("/admin/workspace/mcp/{id}", get(workspace_mcp::get).put(workspace_mcp::change).delete(workspace_mcp::remove))
         .route("/admin/mcpapps/{id}/start", post(admin::start_app))

@@ -3,6 +3,7 @@
 // conversation with the agent and the apps' UIs (chat.js).
 import { ApiError, getJson, sendJson } from "./api.js";
 import { Conversation } from "./chat.js";
+import { initInstallForm } from "./install_form.js";
 import { THEME_KEY, storedTheme } from "./theme_choice.js";
 
 const $ = (id) => document.getElementById(id);
@@ -551,6 +552,15 @@ async function start() {
   page.agent = health.agent ?? null;
   renderModelStatus();
   renderApps(health.apps ?? []);
+  initInstallForm({
+    admin: health.admin === true,
+    onInstalled: (answer) => {
+      // What the user has to do next (a variable to fill in); the rest is in the manifest.
+      const fill = (answer.notes ?? []).filter((n) => n.startsWith("fill in"));
+      const notes = fill.length ? ` ${fill.join(" ")}` : "";
+      setStatus(`Installed ${answer.id} ${answer.version}: ${stateLabel(answer.app?.state ?? "starting")}.${notes}`);
+    },
+  });
   $("workspace").hidden = false;
   followApps();
   await showSessionFromHash();
