@@ -282,3 +282,117 @@ fn a_replica_killed_holding_a_call_leaves_a_clear_error_and_the_others_serving()
 fn logs(cluster: &Cluster) -> String {
     cluster.replicas.iter().zip(&cluster.ids).map(|(gw, id)| format!("--- {id} ---\n{}", gw.logs())).collect::<Vec<_>>().join("\n")
 }
+
+/// An initialize-era session opened straight on `gw` at `path`: the headers its requests carry.
+fn open_session(gw: &GatewayProcess, path: &str) -> Vec<(&'static str, String)> {
+    let mut headers = vec![("content-type", "application/json".to_string()), ("accept", "application/json, text/event-stream".to_string())];
+    let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "replicas-test", "version": "1" } } });
+    let mut request = gw.client().post(gw.url(path)).body(init.to_string());
+    for (name, value) in &headers {
+        request = request.header(*name, value);
+    }
+    let reply = request.send().unwrap();
+    let session = reply.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string).expect("a session");
+    headers.push(("mcp-session-id", session));
+    headers.push(("mcp-protocol-version", "2025-11-25".to_string()));
+    let _ = reply.text();
+    let mut initialized = gw.client().post(gw.url(path)).body(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string());
+    for (name, value) in &headers {
+        initialized = initialized.header(*name, value);
+    }
+    assert_eq!(initialized.send().unwrap().status().as_u16(), 202);
+    headers
+}
+
+/// A replica killed while it runs a call another replica sent it: the caller, waiting on the
+/// other replica, gets a JSON-RPC error naming the one that went away, not a stream that just ends.
+#[test]
+fn a_replica_killed_mid_call_leaves_its_forwarded_caller_a_clear_error() {
+    let mut cluster = cluster();
+    let headers = open_session(&cluster.replicas[0], "/mcp");
+    let call = json!({ "jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": { "name": "rt.cancellable", "arguments": { "ms": 30000 } } });
+    let url = cluster.replicas[1].url("/mcp");
+    let waiting = std::thread::spawn(move || {
+        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().unwrap();
+        let mut request = client.post(url).body(call.to_string());
+        for (name, value) in &headers {
+            request = request.header(*name, value);
+        }
+        let response = request.send().expect("the call through r1");
+        let replica = response.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string);
+        (replica, response.text().unwrap_or_default())
+    });
+    // The call is running on r0 (the test app counts cancellable calls it started).
+    let started = wait_until(Duration::from_secs(20), Duration::from_millis(100), || {
+        try_call(cluster.replicas[0].base_url(), "/mcp", "rt.cancellations", json!({}), Duration::from_secs(10))
+            .is_ok_and(|(reply, _)| reply["result"]["structuredContent"]["started"].as_u64().unwrap_or(0) >= 1)
+    });
+    assert!(started, "the call never started on r0\n{}", logs(&cluster));
+    cluster.replicas[0].signal(libc::SIGKILL);
+    assert!(cluster.replicas[0].wait_exit(Duration::from_secs(15)).is_some(), "r0 survived SIGKILL");
+    let (replica, text) = waiting.join().unwrap();
+    // Whether r0 had begun its answer (then r1 ends r0's event stream with the error) or not
+    // (then the error is r1's whole answer), the caller gets the answer to its call.
+    let error = serde_json::from_str::<Value>(&text)
+        .ok()
+        .or_else(|| text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).find(|m| m["id"] == 9))
+        .unwrap_or_else(|| panic!("no answer to the call (from {replica:?}) in {text:?}"));
+    assert_eq!(error["id"], 9, "{error}");
+    assert_eq!(error["error"]["code"], -32001, "{error}");
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("(r0,") && (message.contains("went away") || message.contains("did not answer")), "{message}");
+    // The others keep serving.
+    let (reply, _) = try_call(cluster.replicas[2].base_url(), "/mcp", "rt.echo", json!({ "text": "after" }), Duration::from_secs(30)).unwrap();
+    assert_eq!(reply["result"]["content"][0]["text"], "echo: after", "{reply}");
+}
+
+/// The same once the owner has begun its answer (an event stream with the app's progress): the
+/// other replica ends that stream with the error.
+#[test]
+fn a_replica_killed_mid_answer_ends_its_forwarded_stream_with_a_clear_error() {
+    use std::io::Read;
+    let mut cluster = cluster();
+    let headers = open_session(&cluster.replicas[0], "/mcp");
+    let call = json!({ "jsonrpc": "2.0", "id": 11, "method": "tools/call",
+        "params": { "name": "rt.progress", "arguments": { "steps": 200, "delayMs": 200 }, "_meta": { "progressToken": "p" } } });
+    let url = cluster.replicas[1].url("/mcp");
+    let (progressed, seen) = std::sync::mpsc::channel::<()>();
+    let waiting = std::thread::spawn(move || {
+        let client = reqwest::blocking::Client::builder().timeout(Duration::from_secs(60)).no_proxy().build().unwrap();
+        let mut request = client.post(url).body(call.to_string());
+        for (name, value) in &headers {
+            request = request.header(*name, value);
+        }
+        let mut response = request.send().expect("the call through r1");
+        let replica = response.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let mut text = String::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match response.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    text.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                    if text.contains("notifications/progress") {
+                        let _ = progressed.send(());
+                    }
+                }
+            }
+        }
+        (replica, text)
+    });
+    seen.recv_timeout(Duration::from_secs(30)).expect("no progress came through r1");
+    cluster.replicas[0].signal(libc::SIGKILL);
+    assert!(cluster.replicas[0].wait_exit(Duration::from_secs(15)).is_some(), "r0 survived SIGKILL");
+    let (replica, text) = waiting.join().unwrap();
+    assert_eq!(replica.as_deref(), Some("r0"), "the stream's head is the owner's: {text}");
+    let answer = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m["id"] == 11)
+        .unwrap_or_else(|| panic!("the stream ended without an answer to the call: {text:?}"));
+    assert_eq!(answer["error"]["code"], -32001, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("(r0,") && message.contains("went away"), "{message}");
+}

@@ -155,10 +155,49 @@ async fn forward(replicas: &Replicas, owner: &str, url: &str, path: &str, what: 
     match replicas.client.request(outbound).await {
         Ok(answer) => {
             let (parts, body) = answer.into_parts();
-            Ok(Response::from_parts(parts, Body::new(body)))
+            let stream = parts.headers.get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            let body = if stream && !id.is_null() {
+                let why = format!("the gateway replica that holds this {what} ({owner}, {url}) went away before it answered");
+                Body::from_stream(ending_with_an_error(body, id, why))
+            } else {
+                Body::new(body)
+            };
+            Ok(Response::from_parts(parts, body))
         }
         Err(e) => gone(format!("the gateway replica that holds this {what} ({owner}, {url}) did not answer: {}", error_chain(&e))),
     }
+}
+
+/// The owner's event stream as it comes; if it breaks off (the owner was killed mid-call), one
+/// last event answers the request with a JSON-RPC error (-32001) saying so, rather than a
+/// stream that just ends.
+fn ending_with_an_error(
+    body: hyper::body::Incoming,
+    id: Value,
+    why: String,
+) -> impl futures::Stream<Item = Result<axum::body::Bytes, std::io::Error>> + Send {
+    use futures::StreamExt;
+    let frames = http_body_util::BodyStream::new(body);
+    futures::stream::unfold(Some((frames, id, why)), |state| async move {
+        let (mut frames, id, why) = state?;
+        loop {
+            match frames.next().await {
+                None => return None,
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Some((Ok(data), Some((frames, id, why))));
+                    }
+                }
+                Some(Err(e)) => {
+                    let message = serde_json::json!({
+                        "jsonrpc": jsonrpc::VERSION, "id": id,
+                        "error": { "code": jsonrpc::UPSTREAM_FAILED, "message": format!("{why}: {e}") },
+                    });
+                    return Some((Ok(axum::body::Bytes::from(format!("event: message\ndata: {message}\n\n"))), None));
+                }
+            }
+        }
+    })
 }
 
 #[cfg(test)]
