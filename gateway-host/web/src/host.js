@@ -328,11 +328,18 @@ function followApps() {
   page.events?.close();
   const events = new EventSource("/apps/events");
   page.events = events;
+  // "Connected" once per (re)connection, not on every update: an app's state changing must not
+  // wipe what the status line says (an install's outcome, an error).
+  let connected = false;
   events.addEventListener("apps", (event) => {
     renderApps(JSON.parse(event.data).apps ?? []);
-    setStatus("Connected");
+    if (!connected) {
+      connected = true;
+      setStatus("Connected");
+    }
   });
   events.addEventListener("error", async () => {
+    connected = false;
     setStatus("Reconnecting…");
     // EventSource retries by itself; a 401 (the session expired) it cannot fix.
     try {
