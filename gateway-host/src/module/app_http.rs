@@ -64,7 +64,15 @@ pub struct AppHttp {
 }
 
 /// hyper's client, as plain-HTTP apps are spoken to.
-type Plain = Client<HttpConnector, Full<Bytes>>;
+pub(crate) type Plain = Client<HttpConnector, Full<Bytes>>;
+
+/// hyper's pooled client for plain HTTP on the gateway's own network (apps, other replicas):
+/// `TCP_NODELAY`, idle connections kept a minute.
+pub(crate) fn plain_client() -> Plain {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(60)).pool_timer(TokioTimer::new()).build(connector)
+}
 
 /// Where an app's requests go, and which client sends them.
 #[derive(Clone)]
@@ -85,14 +93,7 @@ impl AppHttp {
     }
 
     fn plain(&self) -> &Plain {
-        self.plain.get_or_init(|| {
-            let mut connector = HttpConnector::new();
-            connector.set_nodelay(true);
-            Client::builder(TokioExecutor::new())
-                .pool_idle_timeout(Duration::from_secs(60))
-                .pool_timer(TokioTimer::new())
-                .build(connector)
-        })
+        self.plain.get_or_init(plain_client)
     }
 
     fn client(&self) -> Result<reqwest::Client, AbiError> {

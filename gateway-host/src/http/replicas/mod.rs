@@ -25,17 +25,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Bytes;
 use futures::future::BoxFuture;
 use hmac::{KeyInit, Mac};
-use http_body_util::Full;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::store::SessionStore;
 use crate::config::settings::Settings;
+use crate::module::app_http::{plain_client, Plain};
 use crate::module::relay::{random_hex, Claims};
 
 /// The header a forwarded request carries: `{replica} {unix ms} {signature}`.
@@ -56,7 +52,7 @@ pub struct Replicas {
     secret: Vec<u8>,
     store: Arc<dyn SessionStore>,
     heartbeat: Duration,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Plain,
 }
 
 impl Replicas {
@@ -99,12 +95,7 @@ impl Replicas {
             return Err(format!("Cluster.ReplicaId {id:?} must be a word without spaces"));
         }
         let heartbeat = settings.get_seconds("Cluster:HeartbeatSeconds", DEFAULT_HEARTBEAT).max(Duration::from_millis(200));
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(60))
-            .pool_timer(TokioTimer::new())
-            .build(connector);
+        let client = plain_client();
         tracing::info!(replica = %id, url = %url, "replicas: this replica is {id}, reached at {url}");
         Ok(Some(Arc::new(Replicas { id, url, secret: secret.into_bytes(), store, heartbeat, client })))
     }
@@ -216,7 +207,7 @@ mod tests {
                 crate::chat::store_sqlite::SqliteStore::open(&std::env::temp_dir().join(format!("replicas-{}.db", random_hex(6)))).unwrap(),
             ),
             heartbeat: DEFAULT_HEARTBEAT,
-            client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
+            client: plain_client(),
         }
     }
 
