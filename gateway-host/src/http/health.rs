@@ -87,16 +87,18 @@ pub struct AppListing {
 
 /// Builds the [`AppListing`] for a request (its `Host` decides the absolute URLs).
 pub async fn app_listing(state: &GatewayState, headers: &HeaderMap) -> Result<AppListing, AbiError> {
-    let apps: Vec<AppDescriptor> =
-        state.module.list_apps().await?.into_iter().filter(crate::module::host::is_mcp_app).collect();
+    let listed = state.module.list_apps().await?;
+    let apps = crate::module::host::mcp_apps_json(&listed);
     let base = base_url(state, headers);
     let mcp_url = |id: &str| format!("{base}/apps/mcp/{}", encode_segment(id));
     let running = |a: &&AppDescriptor| a.state() == AppState::Running;
-    let featured = apps.iter().filter(running).find(|a| a.has_ui).or_else(|| apps.iter().find(running));
+    let featured = {
+        let mut running = apps.iter().map(|(a, _)| *a).filter(running);
+        running.clone().find(|a| a.has_ui).or_else(|| running.next())
+    };
     let list = apps
-        .iter()
-        .map(|a| {
-            let mut entry = crate::module::host::app_json(a);
+        .into_iter()
+        .map(|(a, mut entry)| {
             entry["mcp"] = json!(mcp_url(a.id.as_str()));
             entry
         })

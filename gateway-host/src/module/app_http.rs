@@ -321,7 +321,8 @@ mod tests {
     use super::*;
 
     /// An HTTP/1.1 server answering every POST with a chunked event stream of two events, the
-    /// second 50 ms after the first; it counts its connections and keeps the requests it read.
+    /// second 50 ms after the first; it counts its connections and keeps the requests it read,
+    /// each after `#{n} `, the number of the connection it came on (from 0).
     async fn server() -> (String, Arc<AtomicUsize>, Arc<Mutex<Vec<String>>>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -330,7 +331,7 @@ mod tests {
         tokio::spawn(async move {
             loop {
                 let (mut socket, _) = listener.accept().await.unwrap();
-                counted.fetch_add(1, Ordering::SeqCst);
+                let connection = counted.fetch_add(1, Ordering::SeqCst);
                 let kept = kept.clone();
                 tokio::spawn(async move {
                     let mut buffer = Vec::new();
@@ -356,7 +357,7 @@ mod tests {
                             buffer.extend_from_slice(&chunk[..n]);
                         }
                         let body = String::from_utf8_lossy(&buffer[head_end..head_end + length]).to_string();
-                        kept.lock().push(format!("{head}{body}"));
+                        kept.lock().push(format!("#{connection} {head}{body}"));
                         buffer.drain(..head_end + length);
                         if body.starts_with("{\"json\"") {
                             // A JSON answer in two chunks, the second 50 ms after the first.
@@ -404,7 +405,7 @@ mod tests {
     /// larger than the post allows fails it, naming the cap, and its connection still serves.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_json_answer_is_read_whole_within_its_cap() {
-        let (url, connections, _) = server().await;
+        let (url, _, requests) = server().await;
         let http = AppHttp::on_current_runtime().unwrap();
         let answer = http.post(post(&url, &[], r#"{"json":1}"#)).await.unwrap();
         assert_eq!(answer.content_type.as_str(), "application/json");
@@ -420,7 +421,11 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let again = http.post(post(&url, &[], r#"{"json":3}"#)).await.unwrap();
         assert!(matches!(again.body, HttpAnswerBody::Whole(_)));
-        assert_eq!(connections.load(Ordering::SeqCst), 1, "the refused answer was read to its end for the connection's reuse");
+        // The pool hands out the connection it got back last: the refused answer's, when it was
+        // read to its end rather than closed. (Not a count of connections: the second post may
+        // come before the first answer's connection is back in the pool, and open another.)
+        let connection = |i: usize| requests.lock()[i].split_whitespace().next().unwrap().to_string();
+        assert_eq!(connection(2), connection(1), "the refused answer was read to its end for its connection's reuse");
     }
 
     /// Reads a body to its end, as text.
@@ -442,7 +447,7 @@ mod tests {
         assert_eq!(read_to_end(stream(&answer)).await, "data: 1\n\ndata: 2\n\n");
         assert_eq!(stream(&answer).next_chunk().await.unwrap(), RNone, "the end stays the end");
         let request = requests.lock()[0].to_ascii_lowercase();
-        assert!(request.starts_with("post /mcp http/1.1"), "{request}");
+        assert!(request.starts_with("#0 post /mcp http/1.1"), "{request}");
         assert!(request.contains("mcp-session-id: s-1") && request.ends_with(r#"{"jsonrpc":"2.0"}"#), "{request}");
         // The server keeps requests as text (a byte that is not UTF-8 reads as U+FFFD): the
         // value arrived with its byte, not dropped or rewritten.

@@ -95,9 +95,24 @@ impl HostSink for GatewaySink {
 
 /// One app as the gateway reports it (`/apps/health`, the `gateway.apps` tool).
 pub fn app_json(a: &AppDescriptor) -> Value {
+    app_json_of(a, super::payloads::app_detail(a.detail_json.as_str()))
+}
+
+/// The MCP Apps of a listing as [`app_json`] has them, each app's details decoded once (for
+/// both the question [`is_mcp_app`] answers and the report): `/apps/health` is polled.
+pub fn mcp_apps_json(apps: &[AppDescriptor]) -> Vec<(&AppDescriptor, Value)> {
+    apps.iter()
+        .filter_map(|a| {
+            let detail = super::payloads::app_detail(a.detail_json.as_str());
+            (detail.kind == ProviderKind::App).then(|| (a, app_json_of(a, detail)))
+        })
+        .collect()
+}
+
+fn app_json_of(a: &AppDescriptor, mut detail: host_abi::payloads::AppDetail) -> Value {
     let non_empty = |s: &str| if s.is_empty() { Value::Null } else { Value::from(s) };
     // SPEC R48: the app's effective confinement, as the module reports it (shown as it is).
-    let confinement = super::payloads::app_detail(a.detail_json.as_str()).rest.remove("confinement").unwrap_or(Value::Null);
+    let confinement = detail.rest.remove("confinement").unwrap_or(Value::Null);
     serde_json::json!({
         "confinement": confinement,
         "id": a.id.as_str(),

@@ -102,6 +102,14 @@ impl Sandbox {
         Sandbox { mode, landlock_abi: confinement::landlock_abi(simulate), data_dir: absolute(data_dir), protected, apps_roots, errors }
     }
 
+    /// Starts making what confining any app needs ([`confinement::warm_up`]), unless apps are
+    /// not confined. Called when the apps are about to start.
+    pub fn warm_up(&self) {
+        if self.mode != Mode::Off {
+            confinement::warm_up(RUNTIME_READ.iter().chain(RUNTIME_WRITE).map(PathBuf::from).collect());
+        }
+    }
+
     /// The app's private data folder.
     pub fn app_data_dir(&self, id: &str) -> PathBuf {
         self.data_dir.join("apps").join(id)
@@ -322,7 +330,7 @@ pub fn effective(manifest: &Manifest, sandbox: &Sandbox) -> Result<Effective, St
     };
     let shown = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
     // The report lists the runtime paths that exist after the app's own.
-    let exists = |p: &&&str| Path::new(p).exists();
+    let exists = |p: &&&str| confinement::runtime_path_exists(Path::new(p));
     read.extend(RUNTIME_READ.iter().filter(exists).map(PathBuf::from));
     write.extend(RUNTIME_WRITE.iter().filter(exists).map(PathBuf::from));
     let report = json!({

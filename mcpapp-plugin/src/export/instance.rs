@@ -350,6 +350,8 @@ impl ModuleInstance for Instance {
 
     fn reload(&self) -> AbiFuture<RString> {
         self.call("reload", Placement::Spawned, NO_CALL_ID, |core, _| async move {
+            // Apps are about to start (a command that only lists them never reloads).
+            core.sandbox.warm_up();
             core.start_watching();
             Ok(core.registry.reload(true).await.to_string().into())
         })

@@ -23,12 +23,18 @@
 //! # Fork and exec
 //!
 //! The child of a threaded process may only make async-signal-safe calls between `fork` and
-//! `exec`. So everything is built in the parent, on the spawner thread ([`Prepared::prepare`]):
-//! the Landlock ruleset (its rules hold `O_PATH` descriptors of the paths, opened here; a path that
-//! does not exist is skipped), the BPF programs, the rlimit values, the cgroup's `cgroup.procs`
-//! opened for writing, the uid/gid map lines. The child ([`Prepared::apply_in_child`]) makes plain
-//! system calls only: `setrlimit`, `write`, `unshare`, `open`, `ioctl`, `prctl`,
-//! `landlock_restrict_self`, `seccomp`.
+//! `exec`. So everything is built in the parent before it asks the spawner thread to fork
+//! ([`Prepared::prepare`]): the Landlock ruleset (its rules hold `O_PATH` descriptors of the
+//! paths, opened here; a path that does not exist is skipped), the rlimit values, the cgroup's
+//! file to move into opened for writing, the uid/gid map lines. What every app shares (the BPF
+//! programs, the shared empty network namespace, the descriptors of the system paths, the
+//! sweep of stale cgroups) is made once, as the apps first start ([`warm_up`]). The child
+//! ([`Prepared::apply_in_child`]) makes plain system calls only: `setrlimit`, `write`, `setns`,
+//! `unshare`, `open`, `ioctl`, `prctl`, `landlock_restrict_self`, `seccomp`.
+//!
+//! Starting twenty apps confined costs about a tenth more time than starting them unconfined
+//! (`bench startup`, `confined_ratio`); what made it more is noted where it was removed (the
+//! cgroup move in [`pids_cgroup`], the namespace in [`shared_empty_netns`]).
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
@@ -212,9 +218,15 @@ impl PidsGroup {
             .is_some_and(|n| n > 0)
     }
 
-    /// Removes the group once the processes in it are gone (best effort).
+    /// Removes the group once the processes in it are gone (best effort), and this gateway's
+    /// folder of groups when it was the last one in it: a gateway that stops leaves nothing for
+    /// the next one's sweep (removing a cgroup costs; the next app makes the folder again).
     pub fn remove(&self) {
-        let _ = std::fs::remove_dir(&self.dir);
+        if std::fs::remove_dir(&self.dir).is_ok() {
+            if let Some(own) = self.dir.parent() {
+                let _ = std::fs::remove_dir(own);
+            }
+        }
     }
 }
 
@@ -227,7 +239,7 @@ impl Drop for PidsGroup {
 /// What the child applies: built in the parent (see the module docs).
 pub struct Prepared {
     ruleset: Option<OwnedFd>,
-    filters: Vec<Vec<libc::sock_filter>>,
+    filters: &'static [Vec<SockFilter>],
     rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
     cgroup_procs: Option<OwnedFd>,
     pub pids_group: Option<PidsGroup>,
@@ -281,7 +293,7 @@ impl Prepared {
         // SAFETY: plain getters.
         let (uid, gid, euid) = unsafe { (libc::getuid(), libc::getgid(), libc::geteuid()) };
         // An app without a network (and without its loopback up) enters one shared empty
-        // namespace: making a namespace per app costs milliseconds on the spawner thread.
+        // namespace: making a namespace per app costs milliseconds in each child.
         let netns = (profile.private_network && !profile.loopback_up).then(shared_empty_netns).flatten();
         let id_maps = (profile.private_network && netns.is_none() && euid != 0).then(|| {
             [
@@ -318,7 +330,8 @@ impl Prepared {
             }
         }
         if let Some(procs) = &self.cgroup_procs {
-            // "0" moves the writing process (cgroup v1 and v2).
+            // "0" moves the writing thread (v1 `tasks`) or process (`cgroup.procs`): the same
+            // here, the child's only thread.
             if libc::write(procs.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
                 return Err(fail(()));
             }
@@ -357,7 +370,8 @@ impl Prepared {
                 return Err(fail(()));
             }
         }
-        for filter in &self.filters {
+        for filter in self.filters {
+            // `SockFilter` is `repr(transparent)`: the vector is one of `libc::sock_filter`.
             let prog = libc::sock_fprog { len: filter.len() as libc::c_ushort, filter: filter.as_ptr() as *mut libc::sock_filter };
             if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0 {
                 return Err(fail(()));
@@ -457,20 +471,21 @@ fn runtime_fd(path: &Path) -> Option<(&'static PathFd, bool)> {
     })
 }
 
-/// The seccomp programs, compiled once.
-fn seccomp_programs() -> Result<Vec<Vec<libc::sock_filter>>, ConfinementError> {
+/// The seccomp programs, compiled once and shared by every app.
+fn seccomp_programs() -> Result<&'static [Vec<SockFilter>], ConfinementError> {
     static PROGRAMS: std::sync::OnceLock<Result<Vec<Vec<SockFilter>>, String>> = std::sync::OnceLock::new();
     let programs = PROGRAMS.get_or_init(|| {
         build_filters().map(|ps| ps.into_iter().map(|p| p.into_iter().map(SockFilter).collect()).collect()).map_err(|e| e.to_string())
     });
     match programs {
-        Ok(ps) => Ok(ps.iter().map(|p| p.iter().map(|f| f.0).collect()).collect()),
+        Ok(ps) => Ok(ps),
         Err(e) => Err(ConfinementError::Seccomp(e.clone())),
     }
 }
 
 /// `libc::sock_filter`, which is plain data, made shareable between threads.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 struct SockFilter(libc::sock_filter);
 // SAFETY: four integers.
 unsafe impl Send for SockFilter {}
@@ -478,9 +493,10 @@ unsafe impl Send for SockFilter {}
 unsafe impl Sync for SockFilter {}
 
 /// An empty network namespace (no interface but a loopback that is down) that every app without
-/// a network enters, made once: a process forked for the purpose unshares its network namespace,
-/// the gateway keeps a descriptor of it, and the process ends. Only where the gateway may enter
-/// it (`setns` needs `CAP_SYS_ADMIN`); elsewhere each app makes its own (`None`).
+/// a network enters, made once: a short-lived thread unshares its network namespace (a namespace
+/// belongs to a thread, so the gateway's other threads keep theirs), the gateway keeps a
+/// descriptor of it, and the thread ends. Only where the gateway may enter it (`setns` needs
+/// `CAP_SYS_ADMIN`); elsewhere each app makes its own (`None`).
 fn shared_empty_netns() -> Option<std::os::fd::RawFd> {
     static NETNS: std::sync::OnceLock<Option<OwnedFd>> = std::sync::OnceLock::new();
     NETNS.get_or_init(|| make_empty_netns().map_err(|e| tracing::debug!("no shared network namespace: {e}")).ok()).as_ref().map(|f| f.as_raw_fd())
@@ -491,42 +507,43 @@ fn make_empty_netns() -> std::io::Result<OwnedFd> {
     if unsafe { libc::geteuid() } != 0 {
         return Err(std::io::Error::other("not root"));
     }
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe2 fills two descriptors we then own.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both just made.
-    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: the child makes async-signal-safe calls only, then waits to be killed.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        unsafe {
-            let ok: u8 = if libc::unshare(libc::CLONE_NEWNET) == 0 { 1 } else { 0 };
-            libc::write(write.as_raw_fd(), (&ok as *const u8).cast(), 1);
-            loop {
-                libc::pause();
-            }
+    let unshared = std::thread::Builder::new().name("mcpapp-netns".into()).spawn(|| {
+        // SAFETY: unshare changes this thread's namespaces only, and the thread ends after.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            return Err(std::io::Error::last_os_error());
         }
+        std::fs::File::open("/proc/thread-self/ns/net").map(OwnedFd::from)
+    })?;
+    unshared.join().map_err(|_| std::io::Error::other("the thread making the network namespace panicked"))?
+}
+
+/// Makes now what every confined app's preparation shares, on a thread of its own, so that the
+/// first apps to start do not wait for it: the seccomp programs, the shared empty network
+/// namespace, the sweep of stale pids cgroups, and the descriptors of the `runtime` paths every
+/// app may read or write. Once per process; later calls do nothing.
+pub fn warm_up(runtime: Vec<PathBuf>) {
+    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if STARTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
     }
-    drop(write);
-    let mut ok = 0u8;
-    // SAFETY: reading one byte into a local.
-    let n = unsafe { libc::read(read.as_raw_fd(), (&mut ok as *mut u8).cast(), 1) };
-    let result = if n == 1 && ok == 1 {
-        std::fs::File::open(format!("/proc/{pid}/ns/net")).map(OwnedFd::from)
-    } else {
-        Err(std::io::Error::other("the helper could not unshare its network namespace"))
+    let warm = move || {
+        let _ = seccomp_programs();
+        shared_empty_netns();
+        if let Some((root, _)) = pids_root() {
+            own_groups(&root);
+        }
+        for path in &runtime {
+            runtime_fd(path);
+        }
     };
-    // SAFETY: our own child.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
-        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    if let Err(e) = std::thread::Builder::new().name("mcpapp-warm-up".into()).spawn(warm) {
+        tracing::debug!("no warm-up thread for confinement: {e}");
     }
-    result
+}
+
+/// Whether a system path every app may reach exists (asked once per path, see [`runtime_fd`]).
+pub fn runtime_path_exists(path: &Path) -> bool {
+    runtime_fd(path).is_some()
 }
 
 fn build_filters() -> Result<Vec<Vec<libc::sock_filter>>, ConfinementError> {
@@ -564,22 +581,23 @@ fn build_filters() -> Result<Vec<Vec<libc::sock_filter>>, ConfinementError> {
     Ok(out)
 }
 
-/// Where this process's pids cgroup lives (cgroup v1 `pids` hierarchy, or v2), if writable.
-fn pids_root() -> Option<PathBuf> {
+/// Where this process's pids cgroup lives, if writable: the cgroup v1 `pids` hierarchy (`true`)
+/// or the v2 one (`false`).
+fn pids_root() -> Option<(PathBuf, bool)> {
     let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     for line in own.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         if controllers.split(',').any(|c| c == "pids") {
             let dir = Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/'));
-            return dir.is_dir().then_some(dir);
+            return dir.is_dir().then_some((dir, true));
         }
     }
     // cgroup v2: the one hierarchy, if it offers pids.
     let path = own.lines().find_map(|l| l.strip_prefix("0::"))?;
     let dir = Path::new("/sys/fs/cgroup").join(path.trim_start_matches('/'));
     let controllers = std::fs::read_to_string(dir.join("cgroup.controllers")).ok()?;
-    controllers.split_whitespace().any(|c| c == "pids").then_some(dir)
+    controllers.split_whitespace().any(|c| c == "pids").then_some((dir, false))
 }
 
 static CGROUP_SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -596,9 +614,16 @@ fn own_groups(root: &Path) -> PathBuf {
     root.join(name)
 }
 
-/// Makes `{pids root}/mcpapp-…/{name}-{n}` with `pids.max`, and opens its `cgroup.procs`.
+/// Makes `{pids root}/mcpapp-…/{name}-{n}` with `pids.max`, and opens the file the child writes
+/// `0` to, to move itself in.
+///
+/// On cgroup v1 that file is `tasks`, not `cgroup.procs`: moving a whole process takes the
+/// kernel's global threadgroup lock for writing, which waits for an RCU grace period (10–20 ms
+/// here) whenever no other move is under way, while moving the calling thread alone does not take
+/// it. The child has one thread, so the two moves are the same; its later threads follow it.
+/// (cgroup v2 has no such file for a domain group: `cgroup.procs` there.)
 fn pids_cgroup(name: &str, max: u64) -> std::io::Result<(PidsGroup, OwnedFd)> {
-    let root = pids_root().ok_or_else(|| std::io::Error::other("no pids controller"))?;
+    let (root, v1) = pids_root().ok_or_else(|| std::io::Error::other("no pids controller"))?;
     let own = own_groups(&root);
     let safe: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     let seq = CGROUP_SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -611,7 +636,8 @@ fn pids_cgroup(name: &str, max: u64) -> std::io::Result<(PidsGroup, OwnedFd)> {
     }
     let group = PidsGroup { dir };
     std::fs::write(group.dir.join("pids.max"), max.to_string())?;
-    let path = CString::new(group.dir.join("cgroup.procs").as_os_str().as_encoded_bytes())
+    let file = if v1 { "tasks" } else { "cgroup.procs" };
+    let path = CString::new(group.dir.join(file).as_os_str().as_encoded_bytes())
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     // SAFETY: open returns a descriptor we then own.
     let fd = unsafe { libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };

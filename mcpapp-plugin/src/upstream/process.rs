@@ -147,7 +147,8 @@ struct SpawnRequest {
     env: Vec<(OsString, OsString)>,
     stdio_transport: bool,
     app_id: String,
-    confinement: Option<Confine>,
+    /// The confinement, built, and the limits it sets (to name the one an exit crossed).
+    prepared: Option<(confinement::Prepared, confinement::Limits)>,
     /// Taken before the spawner is asked for, so it cannot retire between then and the fork.
     library: InUse,
 }
@@ -163,13 +164,30 @@ impl AppProcess {
         tasks: &Tasks,
     ) -> Result<AppProcess, SpawnError> {
         let command = launch.command.clone().ok_or(SpawnError::NoCommand)?;
+        let confine_err = |e: String| SpawnError::Io {
+            command: command.display().to_string(),
+            source: std::io::Error::other(format!("cannot confine the app: {e}")),
+        };
+        // Built here, before the spawner is asked: the spawner thread, which every app's fork
+        // waits for in turn, only forks, while the next apps of a startup are prepared. A few
+        // hundred microseconds of system calls (the shared parts are made at module start,
+        // `confinement::warm_up`); not on the blocking pool, whose new threads would each make
+        // every later fork copy more (measured: `bench startup`).
+        let prepared = match &launch.confinement {
+            Some(c) => {
+                let prepared = confinement::Prepared::prepare(&c.profile, c.landlock_abi, &c.cgroup_name)
+                    .map_err(|e| confine_err(e.to_string()))?;
+                Some((prepared, c.profile.limits))
+            }
+            None => None,
+        };
         let request = SpawnRequest {
             arguments: launch.arguments.clone(),
             working_dir: launch.working_dir.clone(),
             env: child_environment(std::env::vars_os(), &launch.environment),
             stdio_transport,
             app_id: app_id.to_string(),
-            confinement: launch.confinement.clone(),
+            prepared,
             command: command.clone(),
             library: crate::runtime::library::in_use(),
         };
@@ -272,21 +290,16 @@ impl Drop for AppProcess {
 
 /// Runs on the spawner thread, inside the caller's runtime context.
 fn spawn_here(request: SpawnRequest) -> Result<AppProcess, SpawnError> {
-    let SpawnRequest { command, arguments, working_dir, env, stdio_transport, app_id, confinement, library } = request;
+    let SpawnRequest { command, arguments, working_dir, env, stdio_transport, app_id, prepared, library } = request;
     let io_err = |source: std::io::Error| SpawnError::Io { command: command.display().to_string(), source };
-    // Built here, before the fork: the child only applies it (see `confinement`).
-    let mut prepared = match &confinement {
-        Some(c) => Some(
-            confinement::Prepared::prepare(&c.profile, c.landlock_abi, &c.cgroup_name)
-                .map_err(|e| io_err(std::io::Error::other(format!("cannot confine the app: {e}"))))?,
-        ),
-        None => None,
+    let (mut prepared, limits) = match prepared {
+        Some((prepared, limits)) => (Some(prepared), limits),
+        None => (None, confinement::Limits::default()),
     };
     for note in prepared.iter().flat_map(|p| p.notes.iter()) {
         tracing::warn!(app = %app_id, "McpApp '{app_id}': {note}");
     }
     let pids_group = prepared.as_mut().and_then(|p| p.pids_group.take());
-    let limits = confinement.as_ref().map(|c| c.profile.limits).unwrap_or_default();
     let mut cmd = Command::new(&command);
     cmd.args(&arguments)
         .current_dir(&working_dir)
