@@ -40,6 +40,8 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd as _, FromRawFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use crate::upstream::seccomp;
+
 use landlock::{
     Access, AccessFs, AccessNet, NetPort, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
@@ -181,15 +183,15 @@ pub const DENIED_SYSCALLS: &[(&str, i64)] = &[
 ];
 
 /// `clone` flags that make a namespace: refused like `unshare` (`clone3` gets `ENOSYS`, so the C
-/// library falls back to `clone`, whose flags a filter can read).
-const NAMESPACE_FLAGS: &[u64] = &[
-    libc::CLONE_NEWUSER as u64,
-    libc::CLONE_NEWNS as u64,
-    libc::CLONE_NEWNET as u64,
-    libc::CLONE_NEWPID as u64,
-    libc::CLONE_NEWIPC as u64,
-    libc::CLONE_NEWUTS as u64,
-    libc::CLONE_NEWCGROUP as u64,
+/// library falls back to `clone`, whose flags a filter can read). All in the low 32 bits.
+const NAMESPACE_FLAGS: &[u32] = &[
+    libc::CLONE_NEWUSER as u32,
+    libc::CLONE_NEWNS as u32,
+    libc::CLONE_NEWNET as u32,
+    libc::CLONE_NEWPID as u32,
+    libc::CLONE_NEWIPC as u32,
+    libc::CLONE_NEWUTS as u32,
+    libc::CLONE_NEWCGROUP as u32,
 ];
 
 /// Why a profile could not be prepared.
@@ -239,7 +241,7 @@ impl Drop for PidsGroup {
 /// What the child applies: built in the parent (see the module docs).
 pub struct Prepared {
     ruleset: Option<OwnedFd>,
-    filters: &'static [Vec<SockFilter>],
+    filter: &'static [SockFilter],
     rlimits: Vec<(libc::__rlimit_resource_t, u64, u64)>,
     cgroup_procs: Option<OwnedFd>,
     pub pids_group: Option<PidsGroup>,
@@ -266,7 +268,7 @@ impl Prepared {
     pub fn prepare(profile: &Profile, landlock: i32, cgroup_name: &str) -> Result<Prepared, ConfinementError> {
         let mut notes = Vec::new();
         let ruleset = if landlock > 0 { Some(build_ruleset(profile, abi_of(landlock), &mut notes)?) } else { None };
-        let filters = seccomp_programs()?;
+        let filter = seccomp_program()?;
         let mut rlimits = Vec::new();
         let l = profile.limits;
         if let Some(m) = l.memory_bytes {
@@ -304,7 +306,7 @@ impl Prepared {
         });
         Ok(Prepared {
             ruleset,
-            filters,
+            filter,
             rlimits,
             cgroup_procs,
             pids_group,
@@ -370,12 +372,10 @@ impl Prepared {
                 return Err(fail(()));
             }
         }
-        for filter in self.filters {
-            // `SockFilter` is `repr(transparent)`: the vector is one of `libc::sock_filter`.
-            let prog = libc::sock_fprog { len: filter.len() as libc::c_ushort, filter: filter.as_ptr() as *mut libc::sock_filter };
-            if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0 {
-                return Err(fail(()));
-            }
+        // `SockFilter` is `repr(transparent)`: the slice is one of `libc::sock_filter`.
+        let prog = libc::sock_fprog { len: self.filter.len() as libc::c_ushort, filter: self.filter.as_ptr() as *mut libc::sock_filter };
+        if libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0 {
+            return Err(fail(()));
         }
         Ok(())
     }
@@ -471,14 +471,14 @@ fn runtime_fd(path: &Path) -> Option<(&'static PathFd, bool)> {
     })
 }
 
-/// The seccomp programs, compiled once and shared by every app.
-fn seccomp_programs() -> Result<&'static [Vec<SockFilter>], ConfinementError> {
-    static PROGRAMS: std::sync::OnceLock<Result<Vec<Vec<SockFilter>>, String>> = std::sync::OnceLock::new();
-    let programs = PROGRAMS.get_or_init(|| {
-        build_filters().map(|ps| ps.into_iter().map(|p| p.into_iter().map(SockFilter).collect()).collect()).map_err(|e| e.to_string())
+/// The seccomp program, built once and shared by every app.
+fn seccomp_program() -> Result<&'static [SockFilter], ConfinementError> {
+    static PROGRAM: std::sync::OnceLock<Result<Vec<SockFilter>, String>> = std::sync::OnceLock::new();
+    let program = PROGRAM.get_or_init(|| {
+        seccomp::program(&seccomp_rules()).map(|p| p.into_iter().map(SockFilter).collect()).map_err(|e| e.to_string())
     });
-    match programs {
-        Ok(ps) => Ok(ps),
+    match program {
+        Ok(p) => Ok(p),
         Err(e) => Err(ConfinementError::Seccomp(e.clone())),
     }
 }
@@ -527,7 +527,7 @@ pub fn warm_up(runtime: Vec<PathBuf>) {
         return;
     }
     let warm = move || {
-        let _ = seccomp_programs();
+        let _ = seccomp_program();
         shared_empty_netns();
         if let Some((root, _)) = pids_root() {
             own_groups(&root);
@@ -546,39 +546,16 @@ pub fn runtime_path_exists(path: &Path) -> bool {
     runtime_fd(path).is_some()
 }
 
-fn build_filters() -> Result<Vec<Vec<libc::sock_filter>>, ConfinementError> {
-    use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
-        TargetArch,
-    };
-    use std::collections::BTreeMap;
-    let err = |e: seccompiler::BackendError| ConfinementError::Seccomp(e.to_string());
-    let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| ConfinementError::Seccomp(e.to_string()))?;
-    let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED_SYSCALLS.iter().map(|(_, nr)| (*nr, Vec::new())).collect();
-    let mut clone_rules = Vec::new();
-    for flag in NAMESPACE_FLAGS {
-        let cond = SeccompCondition::new(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(*flag), *flag).map_err(err)?;
-        clone_rules.push(SeccompRule::new(vec![cond]).map_err(err)?);
+/// The rules of the seccomp program ([`seccomp`]): [`DENIED_SYSCALLS`], `clone` with one of
+/// [`NAMESPACE_FLAGS`], `clone3`.
+pub(crate) fn seccomp_rules() -> seccomp::Rules<'static> {
+    static DENIED: std::sync::LazyLock<Vec<i64>> = std::sync::LazyLock::new(|| DENIED_SYSCALLS.iter().map(|(_, nr)| *nr).collect());
+    seccomp::Rules {
+        denied: &DENIED,
+        clone: libc::SYS_clone,
+        clone_denied_flags: NAMESPACE_FLAGS.iter().fold(0, |mask, flag| mask | *flag),
+        clone3: libc::SYS_clone3,
     }
-    denied.insert(libc::SYS_clone, clone_rules);
-    let eperm = SeccompFilter::new(denied, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch).map_err(err)?;
-    let enosys = SeccompFilter::new(
-        BTreeMap::from([(libc::SYS_clone3, Vec::new())]),
-        SeccompAction::Allow,
-        SeccompAction::Errno(libc::ENOSYS as u32),
-        arch,
-    )
-    .map_err(err)?;
-    let mut out = Vec::new();
-    for filter in [eperm, enosys] {
-        let prog: BpfProgram = filter.try_into().map_err(err)?;
-        out.push(
-            prog.into_iter()
-                .map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k })
-                .collect(),
-        );
-    }
-    Ok(out)
 }
 
 /// Where this process's pids cgroup lives, if writable: the cgroup v1 `pids` hierarchy (`true`)
@@ -689,9 +666,48 @@ mod tests {
     }
 
     #[test]
-    fn the_seccomp_programs_build_for_this_machine() {
-        let filters = build_filters().unwrap();
-        assert_eq!(filters.len(), 2);
-        assert!(filters.iter().all(|f| !f.is_empty()));
+    fn the_seccomp_program_builds_for_this_machine_and_is_short() {
+        let program = seccomp_program().unwrap();
+        assert!(!program.is_empty() && program.len() < 120, "{} instructions", program.len());
+    }
+
+    /// The kernel takes the program and answers as the rules say: a child installs it, makes the
+    /// calls and exits with one bit per answer that was as expected.
+    #[test]
+    fn the_kernel_answers_as_the_seccomp_rules_say() {
+        let program = seccomp_program().unwrap();
+        // SAFETY: the child makes plain system calls only, then exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            unsafe {
+                let errno = || *libc::__errno_location();
+                let prog = libc::sock_fprog { len: program.len() as libc::c_ushort, filter: program.as_ptr() as *mut libc::sock_filter };
+                if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                    || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &prog as *const libc::sock_fprog) != 0
+                {
+                    libc::_exit(100);
+                }
+                let mut ok = 0;
+                let checks = [
+                    (libc::syscall(libc::SYS_ptrace, libc::PTRACE_TRACEME, 0, 0, 0) == -1 && errno() == libc::EPERM),
+                    (libc::unshare(libc::CLONE_NEWNET) == -1 && errno() == libc::EPERM),
+                    (libc::syscall(libc::SYS_clone3, std::ptr::null::<u8>(), 0) == -1 && errno() == libc::ENOSYS),
+                    (libc::syscall(libc::SYS_clone, (libc::CLONE_NEWUSER | libc::SIGCHLD) as libc::c_ulong, 0, 0, 0, 0) == -1
+                        && errno() == libc::EPERM),
+                    (libc::getppid() > 0),
+                ];
+                for (i, passed) in checks.iter().enumerate() {
+                    if *passed {
+                        ok |= 1 << i;
+                    }
+                }
+                libc::_exit(ok);
+            }
+        }
+        let mut status = 0;
+        // SAFETY: our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert!(libc::WIFEXITED(status), "the child was killed: {status:#x}");
+        assert_eq!(libc::WEXITSTATUS(status), 0b11111, "ptrace, unshare, clone3, clone with CLONE_NEWUSER, getppid (bits from 0)");
     }
 }

@@ -6,6 +6,8 @@
 //! questions go, [`error`] how a request failed;
 //! [`catalog`] (R18, R19) is what the app offers; [`relay`] (R42) routes
 //! what the app does during a call back to that call's client — "relay" means only that.
+//! [`confinement`] (R48) holds the process to what its app declared, [`seccomp`] being the
+//! program the kernel runs on each of its system calls.
 
 pub mod catalog;
 pub mod confinement;
@@ -14,6 +16,7 @@ pub mod notifier;
 pub mod ordering;
 pub mod process;
 pub mod relay;
+pub mod seccomp;
 pub mod session;
 pub mod short_way;
 pub mod subscriptions;
