@@ -2,7 +2,7 @@
 //! also while unwinding from a panic), a served gateway, a hand-written MCP client over reqwest,
 //! and the statistics.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead as _, BufReader};
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -198,6 +198,8 @@ pub struct Gateway {
     pub url: String,
     pub started: Instant,
     log: Arc<Mutex<VecDeque<String>>>,
+    /// When the gateway logged each app's move to running (`McpApp 'id' … -> running`).
+    running: Arc<Mutex<HashMap<String, Instant>>>,
     // Last, so that the folder outlives the process.
     _dir: tempfile::TempDir,
 }
@@ -233,12 +235,14 @@ impl Gateway {
         let mut proc = Proc::spawn(cmd)?;
         let log = Arc::new(Mutex::new(VecDeque::new()));
         let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let running = Arc::new(Mutex::new(HashMap::new()));
         for pipe in [
             Box::new(proc.child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
             Box::new(proc.child.stderr.take().unwrap()),
         ] {
             let log = log.clone();
             let tx = tx.clone();
+            let running = running.clone();
             std::thread::spawn(move || {
                 const NEEDLE: &str = "Gateway listening on ";
                 for line in BufReader::new(pipe).lines() {
@@ -250,6 +254,9 @@ impl Gateway {
                             .take_while(|c| !c.is_whitespace() && *c != '"')
                             .collect();
                         let _ = tx.send(url.trim_end_matches('/').to_string());
+                    }
+                    if let Some(id) = moved_to_running(&line) {
+                        running.lock().unwrap().entry(id).or_insert_with(Instant::now);
                     }
                     let mut l = log.lock().unwrap();
                     if l.len() >= 200 {
@@ -282,6 +289,7 @@ impl Gateway {
             url,
             started,
             log,
+            running,
             _dir: dir,
         })
     }
@@ -298,6 +306,29 @@ impl Gateway {
 
     pub fn pid(&self) -> u32 {
         self.proc.pid
+    }
+
+    /// The time since start at which the gateway had logged every app of `ids` moving to
+    /// running (bounded), confirmed by `/apps/health` once. Unlike [`Gateway::wait_running`] it
+    /// puts no load on the gateway while the apps start: polling `/apps/health` every 10 ms
+    /// costs the gateway (and this process, which decodes it) more the larger the apps' reports
+    /// are, and confined apps' reports are five times larger.
+    pub async fn running_logged(&self, client: &reqwest::Client, ids: &[String], timeout: Duration) -> Res<Duration> {
+        let deadline = Instant::now() + timeout;
+        let last = loop {
+            {
+                let running = self.running.lock().unwrap();
+                if ids.iter().all(|id| running.contains_key(id)) {
+                    break ids.iter().map(|id| running[id]).max().unwrap_or(self.started);
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("apps not all logged running within {timeout:?}\n{}", self.logs()));
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        self.wait_running(client, ids, timeout).await?;
+        Ok(last.duration_since(self.started))
     }
 
     /// Polls `/apps/health` until every id in `ids` is `running` (bounded) → time since start.
@@ -820,4 +851,11 @@ pub fn status_mb(pid: u32, field: &str) -> f64 {
 
 pub fn log(msg: impl AsRef<str>) {
     eprintln!("[bench] {}", msg.as_ref());
+}
+
+/// The app id of a log line recording an app's move to running (`McpApp 's3' loaded -> running`).
+fn moved_to_running(line: &str) -> Option<String> {
+    let rest = line.split_once("McpApp '")?.1;
+    let (id, rest) = rest.split_once('\'')?;
+    rest.contains(" -> running").then(|| id.to_string())
 }
