@@ -147,8 +147,10 @@ struct SpawnRequest {
     env: Vec<(OsString, OsString)>,
     stdio_transport: bool,
     app_id: String,
-    /// The confinement, built, and the limits it sets (to name the one an exit crossed).
-    prepared: Option<(confinement::Prepared, confinement::Limits)>,
+    /// The confinement, built (see [`AppProcess::spawn`]).
+    prepared: Option<confinement::Prepared>,
+    /// The limits it sets, to name the one an exit crossed (none when unconfined).
+    limits: confinement::Limits,
     /// Taken before the spawner is asked for, so it cannot retire between then and the fork.
     library: InUse,
 }
@@ -170,15 +172,14 @@ impl AppProcess {
         };
         // Built here, before the spawner is asked: the spawner thread, which every app's fork
         // waits for in turn, only forks, while the next apps of a startup are prepared. A few
-        // hundred microseconds of system calls (the shared parts are made at module start,
+        // hundred microseconds of system calls (the shared parts are made as the apps start,
         // `confinement::warm_up`); not on the blocking pool, whose new threads would each make
         // every later fork copy more (measured: `bench startup`).
         let prepared = match &launch.confinement {
-            Some(c) => {
-                let prepared = confinement::Prepared::prepare(&c.profile, c.landlock_abi, &c.cgroup_name)
-                    .map_err(|e| confine_err(e.to_string()))?;
-                Some((prepared, c.profile.limits))
-            }
+            Some(c) => Some(
+                confinement::Prepared::prepare(&c.profile, c.landlock_abi, &c.cgroup_name)
+                    .map_err(|e| confine_err(e.to_string()))?,
+            ),
             None => None,
         };
         let request = SpawnRequest {
@@ -188,6 +189,7 @@ impl AppProcess {
             stdio_transport,
             app_id: app_id.to_string(),
             prepared,
+            limits: launch.confinement.as_ref().map(|c| c.profile.limits).unwrap_or_default(),
             command: command.clone(),
             library: crate::runtime::library::in_use(),
         };
@@ -290,12 +292,8 @@ impl Drop for AppProcess {
 
 /// Runs on the spawner thread, inside the caller's runtime context.
 fn spawn_here(request: SpawnRequest) -> Result<AppProcess, SpawnError> {
-    let SpawnRequest { command, arguments, working_dir, env, stdio_transport, app_id, prepared, library } = request;
+    let SpawnRequest { command, arguments, working_dir, env, stdio_transport, app_id, mut prepared, limits, library } = request;
     let io_err = |source: std::io::Error| SpawnError::Io { command: command.display().to_string(), source };
-    let (mut prepared, limits) = match prepared {
-        Some((prepared, limits)) => (Some(prepared), limits),
-        None => (None, confinement::Limits::default()),
-    };
     for note in prepared.iter().flat_map(|p| p.notes.iter()) {
         tracing::warn!(app = %app_id, "McpApp '{app_id}': {note}");
     }
