@@ -237,118 +237,71 @@ impl<'de, T: Fields> DeserializeSeed<'de> for Field<'_, T> {
     }
 }
 
-impl Fields for AppDetail {
-    const NAMES: &'static [&'static str] = &["kind", "server", "manifest"];
-    fn rest(&mut self) -> Option<&mut Map<String, Value>> {
-        Some(&mut self.rest)
-    }
-    fn field<'de, D: serde::Deserializer<'de>>(&mut self, index: usize, value: D) -> Result<(), D::Error> {
-        match index {
-            0 => self.kind = lenient::value(value)?,
-            1 => self.server = nested(value)?,
-            _ => self.manifest = nested(value)?,
+/// Implements [`Fields`] for a payload struct from one list of `"key" => field: decoder` (the
+/// decoder: `lenient::value`, `lenient::strings`, [`nested`] or [`list`]), so a key's name, its
+/// position and its field are written once. `rest` names the map of keys the struct does not
+/// name, or is `_` for a struct that ignores them.
+macro_rules! fields {
+    ($ty:ty, rest: $rest:tt, { $($key:literal => $field:ident: $decode:path),+ $(,)? }) => {
+        impl Fields for $ty {
+            const NAMES: &'static [&'static str] = &[$($key),+];
+            fn rest(&mut self) -> Option<&mut Map<String, Value>> {
+                fields!(@rest self, $rest)
+            }
+            fn field<'de, D: Deserializer<'de>>(&mut self, index: usize, value: D) -> Result<(), D::Error> {
+                match Self::NAMES.get(index) {
+                    $(Some(&$key) => self.$field = $decode(value)?,)+
+                    _ => {}
+                }
+                Ok(())
+            }
         }
-        Ok(())
-    }
+    };
+    (@rest $self:ident, _) => { None };
+    (@rest $self:ident, $rest:ident) => { Some(&mut $self.$rest) };
 }
-impl Fields for ServerFacts {
-    const NAMES: &'static [&'static str] = &["capabilities"];
-    fn rest(&mut self) -> Option<&mut Map<String, Value>> {
-        Some(&mut self.rest)
-    }
-    fn field<'de, D: serde::Deserializer<'de>>(&mut self, _: usize, value: D) -> Result<(), D::Error> {
-        self.capabilities = lenient::value(value)?;
-        Ok(())
-    }
-}
-impl Fields for ManifestFacts {
-    const NAMES: &'static [&'static str] = &[
-        "version",
-        "transport",
-        "url",
-        "command",
-        "arguments",
-        "toolNamePrefix",
-        "startupTimeoutSeconds",
-        "requestTimeoutSeconds",
-        "capabilities",
-    ];
-    fn rest(&mut self) -> Option<&mut Map<String, Value>> {
-        Some(&mut self.rest)
-    }
-    fn field<'de, D: serde::Deserializer<'de>>(&mut self, index: usize, value: D) -> Result<(), D::Error> {
-        match index {
-            0 => self.version = lenient::value(value)?,
-            1 => self.transport = lenient::value(value)?,
-            2 => self.url = lenient::value(value)?,
-            3 => self.command = lenient::value(value)?,
-            4 => self.arguments = lenient::strings(value)?,
-            5 => self.tool_name_prefix = lenient::value(value)?,
-            6 => self.startup_timeout_seconds = lenient::value(value)?,
-            7 => self.request_timeout_seconds = lenient::value(value)?,
-            _ => self.capabilities = lenient::strings(value)?,
-        }
-        Ok(())
-    }
-}
-impl Fields for DiscoveryReport {
-    const NAMES: &'static [&'static str] = &["enabled", "apps", "skipped", "configErrors"];
-    fn rest(&mut self) -> Option<&mut Map<String, Value>> {
-        Some(&mut self.rest)
-    }
-    fn field<'de, D: serde::Deserializer<'de>>(&mut self, index: usize, value: D) -> Result<(), D::Error> {
-        match index {
-            0 => self.enabled = lenient::value(value)?,
-            1 => self.apps = list(value)?,
-            2 => self.skipped = list(value)?,
-            _ => self.config_errors = list(value)?,
-        }
-        Ok(())
-    }
-}
-impl Fields for SkippedPath {
-    const NAMES: &'static [&'static str] = &["path", "reason"];
-    fn rest(&mut self) -> Option<&mut Map<String, Value>> {
-        None
-    }
-    fn field<'de, D: serde::Deserializer<'de>>(&mut self, index: usize, value: D) -> Result<(), D::Error> {
-        match index {
-            0 => self.path = lenient::value(value)?,
-            _ => self.reason = lenient::value(value)?,
-        }
-        Ok(())
-    }
-}
-impl Fields for DiscoveredApp {
-    const NAMES: &'static [&'static str] = &["key", "state", "manifest", "validationErrors", "disabledReason", "lastError"];
-    fn rest(&mut self) -> Option<&mut Map<String, Value>> {
-        Some(&mut self.rest)
-    }
-    fn field<'de, D: serde::Deserializer<'de>>(&mut self, index: usize, value: D) -> Result<(), D::Error> {
-        match index {
-            0 => self.key = lenient::value(value)?,
-            1 => self.state = lenient::value(value)?,
-            2 => self.manifest = nested(value)?,
-            3 => self.validation_errors = list(value)?,
-            4 => self.disabled_reason = lenient::value(value)?,
-            _ => self.last_error = lenient::value(value)?,
-        }
-        Ok(())
-    }
-}
-impl Fields for FieldError {
-    const NAMES: &'static [&'static str] = &["field", "message"];
-    fn rest(&mut self) -> Option<&mut Map<String, Value>> {
-        None
-    }
-    fn field<'de, D: serde::Deserializer<'de>>(&mut self, index: usize, value: D) -> Result<(), D::Error> {
-        match index {
-            0 => self.field = lenient::value(value)?,
-            _ => self.message = lenient::value(value)?,
-        }
-        Ok(())
-    }
-}
+
+fields!(AppDetail, rest: rest, {
+    "kind" => kind: lenient::value,
+    "server" => server: nested,
+    "manifest" => manifest: nested,
+});
+fields!(ServerFacts, rest: rest, {
+    "capabilities" => capabilities: lenient::value,
+});
+fields!(ManifestFacts, rest: rest, {
+    "version" => version: lenient::value,
+    "transport" => transport: lenient::value,
+    "url" => url: lenient::value,
+    "command" => command: lenient::value,
+    "arguments" => arguments: lenient::strings,
+    "toolNamePrefix" => tool_name_prefix: lenient::value,
+    "startupTimeoutSeconds" => startup_timeout_seconds: lenient::value,
+    "requestTimeoutSeconds" => request_timeout_seconds: lenient::value,
+    "capabilities" => capabilities: lenient::strings,
+});
+fields!(DiscoveryReport, rest: rest, {
+    "enabled" => enabled: lenient::value,
+    "apps" => apps: list,
+    "skipped" => skipped: list,
+    "configErrors" => config_errors: list,
+});
+fields!(SkippedPath, rest: _, {
+    "path" => path: lenient::value,
+    "reason" => reason: lenient::value,
+});
+fields!(DiscoveredApp, rest: rest, {
+    "key" => key: lenient::value,
+    "state" => state: lenient::value,
+    "manifest" => manifest: nested,
+    "validationErrors" => validation_errors: list,
+    "disabledReason" => disabled_reason: lenient::value,
+    "lastError" => last_error: lenient::value,
+});
+fields!(FieldError, rest: _, {
+    "field" => field: lenient::value,
+    "message" => message: lenient::value,
+});
 
 #[cfg(test)]
 mod tests {

@@ -27,11 +27,13 @@ pub fn check(value: Value) -> Result<Value, ArgumentsError> {
     match value {
         Value::Object(_) => Ok(value),
         Value::Null => Ok(Value::Object(Map::new())),
-        other => Err(ArgumentsError::NotAnObject(type_name(&other))),
+        other => Err(ArgumentsError::NotAnObject(kind_of(&other))),
     }
 }
 
-fn type_name(value: &Value) -> &'static str {
+/// A JSON value's type as error messages name it ("an array", "null"): the gate's messages
+/// about a request's fields and these about arguments speak alike.
+pub fn kind_of(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -3,8 +3,11 @@
 //!
 //! Properties and the reasons for them:
 //! - **Recursive, any depth**: apps are often nested (`mcpapps/vendor/app/openclaw.mcpapp.json`).
-//!   Folders named `node_modules` or `.git` are not descended into: they can hold tens of thousands of
-//!   entries, never hold an app's own manifest, and discovery re-runs on every reload.
+//!   Folders named `node_modules`, `.git` or `__pycache__`, and Python virtual environments (a folder
+//!   holding `pyvenv.cfg`, whatever its name) are not descended into: they can hold tens of
+//!   thousands of entries, never hold an app's own manifest, and discovery re-runs on every reload.
+//!   A package that ships a manifest inside them (an installed npm or PyPI app, whose installer
+//!   writes the app's manifest beside its version folder) is therefore found once, not twice.
 //! - **Deterministic**: paths in config order; within a folder, the folder's own manifest first, then
 //!   subfolders sorted by name. The first manifest for an id wins; which one that is must not depend
 //!   on the file system's listing order.
@@ -37,7 +40,10 @@ use crate::apps::manifest::{read_manifest_text, Manifest, ValidationError, MANIF
 use crate::apps::policy::{AppPolicy, PolicyDecision};
 
 /// Folder names never descended into (see the module docs).
-pub const SKIPPED_DIR_NAMES: &[&str] = &["node_modules", ".git"];
+pub const SKIPPED_DIR_NAMES: &[&str] = &["node_modules", ".git", "__pycache__"];
+/// The file that marks a Python virtual environment (PEP 405): a folder holding it is not
+/// descended into, whatever its name (`.venv`, `venv`, `env`).
+pub const VENV_MARKER: &str = "pyvenv.cfg";
 /// Depth bound below a discovery path; deeper folders are skipped with a warning.
 pub const MAX_DEPTH: usize = 64;
 
@@ -476,6 +482,10 @@ impl Walker<'_> {
             (self.each)(path);
             self.found.push(path.clone());
         }
+        if depth > 0 && listing.entries.iter().any(|(n, _, k)| *k == EntryKind::File && n == VENV_MARKER) {
+            tracing::debug!(dir = %dir.display(), "a Python virtual environment: not descended into");
+            return;
+        }
         for (name, path, kind) in &listing.entries {
             let skipped_name = name.to_str().is_some_and(|n| SKIPPED_DIR_NAMES.contains(&n));
             if *kind == EntryKind::Dir && !skipped_name {
@@ -548,11 +558,20 @@ mod tests {
         write_manifest(&p2.join("x/y/z"), "z", "");
         write_manifest(&p2, "root-level", "");
         write_manifest(&p3.join("node_modules/pkg"), "hidden", ""); // not descended into
+        write_manifest(&p3.join("pkg/__pycache__"), "hidden-too", "");
+        // An installed PyPI app: its manifest beside the version folder, the package's own copy
+        // inside the venv's site-packages is not found again (nor anything else in a venv).
+        write_manifest(&p3.join("pypi-app"), "pypi-app", "");
+        let venv = p3.join("pypi-app/v1/.venv");
+        write_manifest(&venv.join("lib/python3.11/site-packages/pypi_app"), "pypi-app", "");
+        fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        write_manifest(&p3.join("other/env/lib"), "in-a-venv-named-env", "");
+        fs::write(p3.join("other/env/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
         fs::write(p3.join("openclaw.mcpapp.json.bak"), "{}").unwrap(); // exact name only
         let missing = t.path().join("missing");
         let r = discover(&config(vec![p1.clone(), missing.clone(), p2.clone(), p3.clone()]), None);
         let keys: Vec<_> = r.apps.iter().map(|a| a.key.as_str()).collect();
-        assert_eq!(keys, ["a", "a-deep", "b", "root-level", "z"]);
+        assert_eq!(keys, ["a", "a-deep", "b", "root-level", "z", "pypi-app"]);
         assert!(r.apps.iter().all(|a| a.state == AppState::Validated), "{:?}", states(&r));
         assert_eq!(r.skipped, [SkippedPath { path: missing, reason: "does not exist".into() }]);
         assert_eq!(r.scanned_paths.len(), 4);

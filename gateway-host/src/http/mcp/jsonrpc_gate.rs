@@ -34,6 +34,7 @@ use axum::response::{IntoResponse, Response};
 use host_abi::jsonrpc;
 
 use crate::http::connections::{self, BodyRead};
+use crate::tools::arguments::kind_of;
 use serde_json::{json, Value};
 
 const BATCH_REFUSED: &str = "Invalid Request: JSON-RPC batches are not part of MCP since 2025-06-18; send one message per POST";
@@ -160,7 +161,7 @@ pub fn params_problem(method: &str, params: Option<&Value>) -> Option<String> {
     }
     fn typed<T: serde::de::DeserializeOwned>(params: &Value) -> Option<String> {
         if let Some(meta) = params.get("_meta").filter(|m| !m.is_object()) {
-            return Some(format!("params._meta must be an object, not {}", kind(meta)));
+            return Some(format!("params._meta must be an object, not {}", kind_of(meta)));
         }
         match serde_path_to_error::deserialize::<_, T>(params) {
             Ok(_) => retry_problem(Some(params)),
@@ -197,22 +198,10 @@ fn retry_problem(params: Option<&Value>) -> Option<String> {
     let params = params?.as_object()?;
     match (params.get("inputResponses"), params.get("requestState")) {
         (Some(answers), _) if !answers.is_object() => {
-            Some(format!("params.inputResponses must be an object (the answers by input key), not {}", kind(answers)))
+            Some(format!("params.inputResponses must be an object (the answers by input key), not {}", kind_of(answers)))
         }
-        (_, Some(state)) if !state.is_string() => Some(format!("params.requestState must be the string the server sent, not {}", kind(state))),
+        (_, Some(state)) if !state.is_string() => Some(format!("params.requestState must be the string the server sent, not {}", kind_of(state))),
         _ => None,
-    }
-}
-
-/// What kind of JSON value `value` is, for a message.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 
