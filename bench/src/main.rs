@@ -79,6 +79,17 @@ fn main() {
             }
         }
     }
+    // `bench load URL TOOL [CONCURRENCY] [SECONDS]`: `tools/call TOOL` on an MCP endpoint for a
+    // while, for looking at a gateway started by hand under load (perf, strace); not a scenario.
+    if argv.get(1).map(String::as_str) == Some("load") {
+        match (argv.get(2), argv.get(3)) {
+            (Some(url), Some(tool)) => load_by_hand(url, tool, argv.get(4), argv.get(5)),
+            _ => {
+                eprintln!("usage: bench load URL TOOL [CONCURRENCY] [SECONDS]");
+                std::process::exit(2)
+            }
+        }
+    }
     let cli = Cli::parse();
     // Children in their own process groups do not get the terminal's Ctrl-C, nor a SIGTERM sent
     // to the bench (a timeout, a CI job ending): end them too, then exit as the signal would.
@@ -159,6 +170,27 @@ fn main() {
         println!("{}", results[0]);
     }
     std::process::exit(if failed { 1 } else { 0 });
+}
+
+/// `bench load`: prints calls, errors, calls/s, p50 and p99 once the time is up.
+fn load_by_hand(url: &str, tool: &str, concurrency: Option<&String>, seconds: Option<&String>) -> ! {
+    let concurrency = concurrency.and_then(|c| c.parse().ok()).unwrap_or(16usize);
+    let seconds = seconds.and_then(|s| s.parse().ok()).unwrap_or(10.0f64);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let request = McpRequest::tool_call(url, tool, json!({ "text": "bench" }));
+    let s = rt.block_on(load(
+        &http_client(),
+        &request,
+        concurrency,
+        std::time::Duration::from_secs_f64(seconds),
+        None,
+    ));
+    println!("{}", s.summary());
+    std::process::exit(if s.errors > 0 { 1 } else { 0 })
 }
 
 // ---------------------------------------------------------------------------------------------

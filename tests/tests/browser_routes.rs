@@ -288,6 +288,18 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
         assert_eq!(reply.json()["error"]["code"], code, "{body}: {}", reply.text);
         assert!(reply.json()["error"]["message"].as_str().unwrap().contains(says), "{body}: {}", reply.text);
     }
+    // An object of 300,000 keys (4 MB) is checked for repeats in linear time: compared key by
+    // key with every earlier one it held the gateway's worker for minutes. The last key repeats
+    // one of the first in another case; without it the call reaches the app.
+    let many: String = (0..300_000).map(|i| format!(r#""k{i}":0,"#)).collect();
+    let repeated = format!(r#"{{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{{"name":"echo","arguments":{{{many}"K7":1}}}}}}"#);
+    let reply = post_raw(&gw, "t", &session, &repeated);
+    assert_eq!(reply.status, 400, "{}", &reply.text[..reply.text.len().min(300)]);
+    assert!(reply.text.contains(r#"the keys \"k7\" and \"K7\" of one object differ only in case"#), "{}", &reply.text[..reply.text.len().min(300)]);
+    let distinct = format!(r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"echo","arguments":{{{many}"text":"many"}}}}}}"#);
+    let reply = post_raw(&gw, "t", &session, &distinct);
+    assert_eq!(reply.status, 200, "{}", &reply.text[..reply.text.len().min(300)]);
+    assert!(reply.text.contains("echo: many"), "{}", &reply.text[..reply.text.len().min(300)]);
     let unknown_method = rpc(&gw, "t", &session, "sampling/createMessage", json!({}));
     assert_eq!(unknown_method["error"]["code"], -32601, "{unknown_method}");
     let reply = post_raw(&gw, "t", &session, &format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(6_000_000)));
