@@ -30,7 +30,6 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use parking_lot::Mutex;
@@ -353,7 +352,7 @@ impl AuthPolicy {
 ///   asks a browser user for the token (it shows a sign-in form when `/apps/health` answers 401).
 ///   Everything the page displays comes from routes that still need credentials, `/apps/events`
 ///   included. When the gateway is open, the DNS-rebinding check still applies to these (it runs
-///   for every request, see [`guard`]).
+///   for every request, see [`refusal`]).
 fn is_public(method: &Method, path: &str) -> bool {
     match *method {
         Method::POST => path == "/auth/session",
@@ -370,19 +369,13 @@ fn changes_state(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// The middleware in front of every route (see [`super::router`]): who may ask (credentials, or
-/// the DNS-rebinding check when open), then whether a browser could have sent the request for
-/// another page ([`AuthPolicy::browser_refusal`]).
-pub async fn guard(State(state): State<Arc<GatewayState>>, request: Request, next: Next) -> Response {
+/// Why the request may not go in, if it may not (a step of the front door, in front of every
+/// route): who may ask (credentials, or the DNS-rebinding check when open), then whether a
+/// browser could have sent the request for another page ([`AuthPolicy::browser_refusal`]).
+pub fn refusal(state: &GatewayState, request: &Request) -> Option<Response> {
     let auth = &state.auth;
-    let refusal = if auth.required { credential_check(auth, &request) } else { rebinding_check(auth, &request) };
-    if let Some(refusal) = refusal {
-        return refusal;
-    }
-    if let Some(refusal) = auth.browser_refusal(&RequestHead::of(&request)) {
-        return refusal.into_response();
-    }
-    next.run(request).await
+    let refusal = if auth.required { credential_check(auth, request) } else { rebinding_check(auth, request) };
+    refusal.or_else(|| auth.browser_refusal(&RequestHead::of(request)).map(IntoResponse::into_response))
 }
 
 /// When credentials are required: 401 unless the request presents a valid one or is public.

@@ -9,7 +9,7 @@
 //!   request's start — also for the next request on a kept-alive connection, so an idle
 //!   connection is closed after that long;
 //! - **request bodies** must arrive whole within `Gateway.RequestBodyTimeoutSeconds` (default
-//!   60 s, see [`body_deadline`]): a body that never ends (a `Content-Length` never reached, a
+//!   60 s, see [`with_body_deadline`]): a body that never ends (a `Content-Length` never reached, a
 //!   chunked body trickling forever) fails its reader, which answers 408;
 //! - **responses** must make progress: a write that cannot proceed for
 //!   `Gateway.ResponseWriteTimeoutSeconds` (default 60 s) ends the connection ([`StallGuard`]).
@@ -26,9 +26,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -101,7 +100,7 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ConnectionLimi
 /// A TCP stream whose writes fail once they have been unable to proceed for `limit` (the peer
 /// stopped reading and its receive window is full). Reads are not limited here: an idle
 /// kept-alive connection is bounded by the header-read timeout, a request body by
-/// [`body_deadline`], and a client waiting on a stream legitimately sends nothing.
+/// [`with_body_deadline`], and a client waiting on a stream legitimately sends nothing.
 pub struct StallGuard {
     inner: TcpStream,
     limit: Duration,
@@ -186,18 +185,23 @@ pub fn timed_out<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a
     None
 }
 
-/// The middleware giving every request body a deadline (see the module docs). Requests without
-/// a body pass untouched.
-pub async fn body_deadline(State(limits): State<ConnectionLimits>, request: Request, next: Next) -> Response {
+/// Gives a request's body its deadline (see the module docs; a step of the front door); true
+/// when it has a body. Requests without one pass untouched.
+pub fn with_body_deadline(limits: &ConnectionLimits, request: Request) -> (Request, bool) {
     let has_body = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS)
         || request.headers().contains_key(header::CONTENT_LENGTH)
         || request.headers().contains_key(header::TRANSFER_ENCODING);
     if !has_body {
-        return next.run(request).await;
+        return (request, false);
     }
     let (parts, body) = request.into_parts();
     let body = Body::new(DeadlineBody { inner: body, deadline: Box::pin(tokio::time::sleep(limits.body)), limit: limits.body });
-    let response = next.run(Request::from_parts(parts, body)).await;
+    (Request::from_parts(parts, body), true)
+}
+
+/// The answer to a request [`with_body_deadline`] put a deadline on: a 408 (the body came too
+/// late, the rest of it may be unread) closes the connection.
+pub fn after_body_deadline(response: Response) -> Response {
     if response.status() == StatusCode::REQUEST_TIMEOUT {
         return with_connection_close(response);
     }

@@ -1,11 +1,12 @@
 //! HTTP routing: one plain async handler per route, sharing [`GatewayState`].
 //!
-//! Layering, outermost first: CORS (answers preflights before anything else, R37) → auth
-//! (R36: credentials, or the DNS-rebinding check when open; then the browser rules: changes only as
-//! JSON, from the gateway's own or an allowed origin) → the routes. The auth layer wraps
-//! the **whole** router, so every route — including ones merged in later, such as `/mcp` — is
-//! protected; the only exemptions are `POST /auth/session` and the host page's static files
-//! (see [`auth::guard`]).
+//! The ways in ([`front_door`]), outermost first: CORS (answers preflights before anything else,
+//! R37) → the body's deadline → auth (R36: credentials, or the DNS-rebinding check when open;
+//! then the browser rules: changes only as JSON, from the gateway's own or an allowed origin) →
+//! the routes; the MCP endpoints then pass the JSON-RPC gate and the replicas' forwarding. The
+//! front door wraps the **whole** router, so every route — including ones merged in later, such
+//! as `/mcp` — is protected; the only exemptions are `POST /auth/session` and the host page's
+//! static files (see [`auth::refusal`]).
 //!
 //! The sandbox origin app UIs are framed from is a separate router on separate listeners
 //! ([`sandbox::router`]): none of the routes here exist on it.
@@ -35,6 +36,7 @@ pub(crate) mod chat;
 pub mod auth;
 pub mod connections;
 mod cors;
+mod front_door;
 mod health;
 mod host_page;
 mod json_error;
@@ -145,13 +147,9 @@ fn claims(replicas: &Option<Arc<replicas::Replicas>>) -> Option<Arc<dyn crate::m
 }
 
 pub fn router(state: Arc<GatewayState>) -> Router {
-    // Both MCP endpoints: the JSON-RPC gate before rmcp, the DELETE status after it.
     let limit = mcp::jsonrpc_gate::BodyLimit(mcp::apps_mcp::max_request_bytes(&state.settings));
-    let gate = from_fn_with_state(limit, mcp::jsonrpc_gate::gate);
-    let session_end = axum::middleware::from_fn(mcp::endpoint_config::session_end_status);
-    // After the gate (it reads the message) and auth: a request for a call another replica holds
-    // goes there.
-    let to_owner = from_fn_with_state(state.replicas.clone(), replicas::forward::to_owner);
+    let mcp_entry = from_fn_with_state(front_door::McpEntry { limit, replicas: state.replicas.clone() }, front_door::mcp_entry);
+    let door = front_door::FrontDoor { state: state.clone(), limits: connections::ConnectionLimits::from_settings(&state.settings) };
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::scrape))
@@ -175,7 +173,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/sessions", get(chat::list))
         .route("/apps/sessions/{id}", get(chat::get).patch(chat::rename).delete(chat::delete))
         .route("/apps/sessions/{id}/opened", post(chat::opened))
-        .route("/apps/mcp/{app_id}", any(mcp::apps_mcp::handle).layer(to_owner.clone()).layer(gate.clone()).layer(session_end.clone()))
+        .route("/apps/mcp/{app_id}", any(mcp::apps_mcp::handle).layer(mcp_entry.clone()))
         .nest_service("/mcp", {
             // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
             let mux = (!mcp::endpoint_config::tools_only(&state.settings)).then(|| {
@@ -195,13 +193,9 @@ pub fn router(state: Arc<GatewayState>) -> Router {
             );
             Router::new()
                 .fallback(move |request: axum::extract::Request| mcp::gateway_mcp::handle(service.clone(), short.clone(), request))
-                .layer(to_owner)
-                .layer(gate)
-                .layer(session_end)
+                .layer(mcp_entry)
         })
-        // Merge further routes above this line so that the layers below cover them.
-        .layer(from_fn_with_state(state.clone(), auth::guard))
-        .layer(from_fn_with_state(connections::ConnectionLimits::from_settings(&state.settings), connections::body_deadline))
-        .layer(from_fn_with_state(state.clone(), cors::cors))
+        // Merge further routes above this line so that the front door covers them.
+        .layer(from_fn_with_state(door, front_door::front_door))
         .with_state(state)
 }

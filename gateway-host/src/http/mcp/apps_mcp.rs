@@ -153,11 +153,12 @@ pub async fn handle(
     mut request: Request,
 ) -> Response {
     let session_id = query_param(query.as_deref(), "sessionId").unwrap_or_default();
-    if let Some(Gated(message)) = request.extensions().get::<Gated>() {
-        state.pass_through.sessions.cancelled_by(request.headers(), message);
-        if let Some(response) = state.pass_through.tools_call(request.method(), request.headers(), message, &app_id, &session_id).await {
+    if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {
+        state.pass_through.sessions.cancelled_by(request.headers(), &message);
+        if let Some(response) = state.pass_through.tools_call(request.method(), request.headers(), &mut message, &app_id, &session_id).await {
             return response;
         }
+        request.extensions_mut().insert(Gated(message));
     }
     request.extensions_mut().insert(AppTarget { app_id, session_id });
     state.apps_mcp.handle(request).await.into_response()

@@ -76,10 +76,9 @@ pub fn server_config(
 }
 
 /// A session's `DELETE` is answered 200 as the transport spec has it (the Python SDK warns
-/// "Session termination failed: 202" otherwise); rmcp answers 202, so the status is mended here.
-pub async fn session_end_status(request: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let deleting = request.method() == axum::http::Method::DELETE;
-    let mut response = next.run(request).await;
+/// "Session termination failed: 202" otherwise); rmcp answers 202, so the status is mended here
+/// (`deleting`: the request was a `DELETE`).
+pub fn session_end_status(deleting: bool, mut response: axum::response::Response) -> axum::response::Response {
     if deleting && response.status() == axum::http::StatusCode::ACCEPTED {
         *response.status_mut() = axum::http::StatusCode::OK;
     }

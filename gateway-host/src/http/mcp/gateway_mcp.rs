@@ -726,13 +726,14 @@ pub fn service(
 
 /// Every request of `/mcp`: a plain 2026-07-28 `tools/call` goes the short way
 /// (`pass_through.rs`), everything else to rmcp.
-pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManager>, short: GatewayPassThrough, request: axum::extract::Request) -> axum::response::Response {
+pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManager>, short: GatewayPassThrough, mut request: axum::extract::Request) -> axum::response::Response {
     use axum::response::IntoResponse;
-    if let Some(Gated(message)) = request.extensions().get::<Gated>() {
-        short.sessions.cancelled_by(request.headers(), message);
-        if let Some(response) = short.tools_call(request.method(), request.headers(), message).await {
+    if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {
+        short.sessions.cancelled_by(request.headers(), &message);
+        if let Some(response) = short.tools_call(request.method(), request.headers(), &mut message).await {
             return response;
         }
+        request.extensions_mut().insert(Gated(message));
     }
     service.handle(request).await.into_response()
 }
@@ -752,16 +753,16 @@ pub struct GatewayPassThrough {
 impl GatewayPassThrough {
     /// What [`GatewayMcp::call_tool`] answers for a plain 2026-07-28 call, without rmcp's
     /// server in between; `None` leaves the request to rmcp.
-    async fn tools_call(&self, method: &axum::http::Method, headers: &axum::http::HeaderMap, message: &Value) -> Option<axum::response::Response> {
+    async fn tools_call(&self, method: &axum::http::Method, headers: &axum::http::HeaderMap, message: &mut Value) -> Option<axum::response::Response> {
         let pass_through::Accepted { request, client, tracked } =
             pass_through::accept(self.compatibility, &self.sessions, &self.shutdown, method, headers, message)?;
+        let pass_through::Eligible { id, name, mut params, capabilities } = request;
         let modern = client.modern;
         let (registry, parked, rewrite) = (self.registry.clone(), self.parked.clone(), self.rewrite);
-        let capabilities = request.capabilities.clone();
         let app_host = capabilities.get("extensions").and_then(|e| e.get(UI_EXTENSION)).is_some();
-        let answer = pass_through::respond(&request.capabilities, client, move |caller| async move {
+        let relay = mcp_relay::relay_opt_in_for(&capabilities, modern);
+        let answer = pass_through::respond(capabilities, client, move |caller| async move {
             let _tracked = tracked;
-            let (id, name) = (request.id, request.name);
             let spec = match resolve_tool(&registry, &name, app_host).await {
                 Ok(spec) => spec,
                 Err(e) => return Message::error(&id, e, modern),
@@ -771,8 +772,7 @@ impl GatewayPassThrough {
                 return Message::error(&id, e, modern);
             }
             let shape = shape_for(&spec, app_host, rewrite);
-            let arguments = request.params.get("arguments").cloned().unwrap_or(Value::Null);
-            let relay = mcp_relay::relay_opt_in_for(&capabilities, modern);
+            let arguments = params.remove("arguments").unwrap_or(Value::Null);
             let call_id = registry.module().next_call_id();
             let calling = registry.clone();
             let call = registry.module().relayed(call_id, async move { calling.call_spec(&spec, arguments, call_id, &Value::Null, Some(relay)).await });

@@ -22,16 +22,15 @@
 //!   (`logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`) it is -32601 with
 //!   HTTP 404, as rmcp answers it when the params do read;
 //! - a body over `Gateway.MaxRequestBytes` → 413 with a -32600 error naming the limit;
-//! - a body that did not arrive whole in time (`connections::body_deadline`) → 408, -32600.
+//! - a body that did not arrive whole in time (`connections::with_body_deadline`) → 408, -32600.
 //!
 //! Everything else passes on untouched, with the parsed message beside the body ([`Gated`]).
 
 use std::borrow::Cow;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use host_abi::jsonrpc;
 
@@ -45,9 +44,11 @@ const BATCH_REFUSED: &str = "Invalid Request: JSON-RPC batches are not part of M
 #[derive(Clone, Copy)]
 pub struct BodyLimit(pub usize);
 
-pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, next: Next) -> Response {
+/// Reads and checks a POST's message (see the module docs): the request with the parsed
+/// message beside its body ([`Gated`]), or the refusal. Other methods pass untouched.
+pub async fn gate(BodyLimit(limit): BodyLimit, request: Request) -> Result<Request, Response> {
     if request.method() != Method::POST {
-        return next.run(request).await;
+        return Ok(request);
     }
     let (parts, body) = request.into_parts();
     let bytes: Bytes = match connections::read_limited(body, limit).await {
@@ -61,13 +62,13 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
                 },
             };
             // The rest of the body may be unread: the connection cannot carry another request.
-            return connections::with_connection_close(refuse(status, &Value::Null, jsonrpc::INVALID_REQUEST, message));
+            return Err(connections::with_connection_close(refuse(status, &Value::Null, jsonrpc::INVALID_REQUEST, message)));
         }
     };
     // A batch is refused whatever it holds, so it is not parsed: 10,000 requests in one body
     // would otherwise become 10,000 JSON trees just to be turned away.
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-        return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, BATCH_REFUSED.to_string());
+        return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, BATCH_REFUSED.to_string()));
     }
     // One pass reads the message and checks its keys; only a refused body is read again, for
     // the id its error answers.
@@ -79,15 +80,15 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
         Err(e) if e.classify() == serde_json::error::Category::Data => match serde_json::from_slice::<Value>(&bytes) {
             Ok(message) => {
                 let id = message.get("id").filter(|id| !id.is_f64()).cloned().unwrap_or(Value::Null);
-                return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: {e}"));
+                return Err(refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: {e}")));
             }
-            Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
+            Err(e) => return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}"))),
         },
-        Err(e) => return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}")),
+        Err(e) => return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}"))),
     };
     if let Some(number) = message.get("id").filter(|id| id.is_f64()) {
         let text = format!("Invalid Request: the id {number} is a number but not an integer of 64 bits; use a string or an integer");
-        return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text);
+        return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text));
     }
     let id = message.get("id").cloned().unwrap_or(Value::Null);
     match &message {
@@ -96,22 +97,22 @@ pub async fn gate(State(BodyLimit(limit)): State<BodyLimit>, request: Request, n
         }
         Value::Object(_) => match read_by_rmcp(&message) {
             Err(e) => {
-                return refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: not a JSON-RPC message an MCP client sends ({e})"));
+                return Err(refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: not a JSON-RPC message an MCP client sends ({e})")));
             }
             Ok(read) => {
                 if let Some((status, code, text)) = params_refusal(&message, &read) {
-                    return refuse(status, &id, code, text);
+                    return Err(refuse(status, &id, code, text));
                 }
             }
         },
         _ => {
             let text = "Invalid Request: expected a JSON-RPC message (an object)";
-            return refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text.to_string());
+            return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text.to_string()));
         }
     }
     let mut parts = parts;
     parts.extensions.insert(Gated(message));
-    next.run(Request::from_parts(parts, Body::from(bytes))).await
+    Ok(Request::from_parts(parts, Body::from(bytes)))
 }
 
 /// The refusal of a request whose params do not fit its method (see the module docs): HTTP
@@ -250,41 +251,52 @@ impl<'de> serde::Deserialize<'de> for Strict {
 
 struct StrictVisitor;
 
-/// A key as keys are compared (Unicode lowercase); the key itself when it has no uppercase
-/// letter, as nearly every key of a JSON-RPC message, so it costs no copy.
-fn folded<'a>(key: &Cow<'a, str>) -> Cow<'a, str> {
-    match key {
-        Cow::Borrowed(k) if !k.chars().any(char::is_uppercase) => Cow::Borrowed(*k),
-        k if !k.chars().any(char::is_uppercase) => k.clone(),
-        k => Cow::Owned(k.to_lowercase()),
+/// A key as keys are compared: its Unicode lowercase (ASCII keys, nearly all, without a copy
+/// unless they hold an uppercase letter).
+fn folded(key: &str) -> Cow<'_, str> {
+    if key.is_ascii() {
+        if key.bytes().any(|b| b.is_ascii_uppercase()) { Cow::Owned(key.to_ascii_lowercase()) } else { Cow::Borrowed(key) }
+    } else {
+        Cow::Owned(key.to_lowercase())
     }
 }
 
-/// The folded keys of one object so far: a list while it is short (most objects have a few
-/// keys), a hash set beyond, so an object of a hundred thousand keys is checked in linear time —
-/// comparing each key with every earlier one held a worker for seconds on a 1 MB body.
-#[derive(Default)]
-struct FoldedKeys<'de> {
-    few: Vec<Cow<'de, str>>,
-    many: std::collections::HashSet<Cow<'de, str>>,
+/// Whether two keys fold alike ([`folded`]), comparing ASCII keys in place.
+fn fold_alike(a: &str, b: &str) -> bool {
+    if a.is_ascii() && b.is_ascii() { a.eq_ignore_ascii_case(b) } else { folded(a) == folded(b) }
 }
 
-impl<'de> FoldedKeys<'de> {
-    const FEW: usize = 16;
+/// An object's keys past this many are checked through a hash set of their folded forms;
+/// before, each against the object's keys so far (no copy, no set to build for the few keys
+/// of a JSON-RPC message's objects). Comparing every key with every earlier one held a
+/// worker for seconds on a 1 MB body of one 100,000-key object.
+const FEW_KEYS: usize = 16;
 
-    /// Adds `key`; false when it was there already.
-    fn insert(&mut self, key: Cow<'de, str>) -> bool {
-        if self.many.is_empty() {
-            if self.few.contains(&key) {
-                return false;
-            }
-            if self.few.len() < Self::FEW {
-                self.few.push(key);
-                return true;
-            }
-            self.many.extend(self.few.drain(..));
-        }
-        self.many.insert(key)
+/// An object key, borrowed from the body when it holds no escape.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl<'de> serde::de::Visitor<'de> for KeyVisitor {
+    type Value = Key<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(v.to_string())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+        Ok(Key(Cow::Owned(v)))
     }
 }
 
@@ -297,11 +309,20 @@ impl<'de> serde::de::Visitor<'de> for StrictVisitor {
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Strict, A::Error> {
         let mut object = serde_json::Map::new();
-        let mut seen = FoldedKeys::default();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if !seen.insert(folded(&key)) {
+        // The folded keys, once the object has more than a few.
+        let mut many: Option<std::collections::HashSet<String>> = None;
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            let repeated = match &mut many {
+                Some(set) => !set.insert(folded(&key).into_owned()),
+                None if object.len() < FEW_KEYS => object.keys().any(|k| fold_alike(k, &key)),
+                None => {
+                    let set = many.insert(object.keys().map(|k| folded(k).into_owned()).collect());
+                    !set.insert(folded(&key).into_owned())
+                }
+            };
+            if repeated {
                 // Rare: the key as written earlier is looked for among the object's keys.
-                let earlier = object.keys().find(|k| folded(&Cow::Borrowed(k.as_str())) == folded(&key)).cloned().unwrap_or_default();
+                let earlier = object.keys().find(|k| fold_alike(k, &key)).cloned().unwrap_or_default();
                 return Err(serde::de::Error::custom(if earlier == key {
                     format!("the key \"{key}\" appears twice in one object")
                 } else {

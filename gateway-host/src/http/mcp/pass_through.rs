@@ -100,27 +100,29 @@ pub struct Eligible {
 impl PassThrough {
     /// The answer to `message` (the gated body of the request) if it goes the short way; `None`
     /// leaves the request to rmcp.
-    pub async fn tools_call(&self, method: &Method, headers: &HeaderMap, message: &Value, app_id: &str, session_id: &str) -> Option<Response> {
+    /// The message is taken (left empty) when the short way answers it, and left as it is
+    /// otherwise.
+    pub async fn tools_call(&self, method: &Method, headers: &HeaderMap, message: &mut Value, app_id: &str, session_id: &str) -> Option<Response> {
         let Accepted { request, client, tracked } = accept(self.compatibility, &self.sessions, &self.shutdown, method, headers, message)?;
+        let Eligible { id, name, params, capabilities } = request;
         let modern = client.modern;
         // Its client declared no tasks: a tool that requires them refuses it, as on rmcp's path.
-        let tool = self.tools.module_tool(app_id, &request.name);
+        let tool = self.tools.module_tool(app_id, &name);
         if let Err(e) = Tasks::as_task_for(false, tool.as_ref().and_then(|t| t.extra.get("execution"))) {
             self.metrics.proxied_request(app_id, "tools/call").finish(ProxiedOutcome::Error);
-            return Some(Message::error(&request.id, e, modern).into_json());
+            return Some(Message::error(&id, e, modern).into_json());
         }
         let (app_id, session_id) = (app_id.to_string(), session_id.to_string());
         let (module, parked, metrics) = (self.module.clone(), self.parked.clone(), self.metrics.clone());
-        let capabilities = request.capabilities.clone();
-        let answer = respond(&request.capabilities, client, move |caller| async move {
+        let relay = mcp_relay::relay_opt_in_for(&capabilities, modern);
+        let answer = respond(capabilities, client, move |caller| async move {
             let _tracked = tracked;
             let counted = metrics.proxied_request(&app_id, "tools/call");
-            let id = request.id;
             let call_id = module.next_call_id();
             let forward = AppRequest {
                 session_id: session_id.into(),
-                relay: RSome(mcp_relay::relay_opt_in_for(&capabilities, modern)),
-                ..mcp_relay::app_request(call_id, &app_id, "tools/call", &request.params)
+                relay: RSome(relay),
+                ..mcp_relay::app_request(call_id, &app_id, "tools/call", &params)
             };
             let forwarding = module.clone();
             let call = module.relayed(call_id, async move { forwarding.forward(forward).await });
@@ -158,7 +160,7 @@ pub(super) fn accept(
     shutdown: &CancellationToken,
     method: &Method,
     headers: &HeaderMap,
-    message: &Value,
+    message: &mut Value,
 ) -> Option<Accepted> {
     if let Some(request) = eligible(compatibility, method, headers, message) {
         return Some(Accepted { request, client: Client { modern: true, cancelled: shutdown.clone(), peer: None }, tracked: None });
@@ -183,13 +185,13 @@ pub(super) struct Client {
 /// Runs the call `work` makes for its client (the [`Direct`] caller it is given), and answers
 /// with its reply as JSON when nothing comes before it, else as an SSE stream from the first
 /// notification on. Dropping the answer (the client left) drops the call, which cancels it.
-pub(super) async fn respond<F>(capabilities: &Map<String, Value>, client: Client, work: impl FnOnce(Direct) -> F) -> Response
+pub(super) async fn respond<F>(capabilities: Map<String, Value>, client: Client, work: impl FnOnce(Direct) -> F) -> Response
 where
     F: std::future::Future<Output = Message> + Send + 'static,
 {
     let (sender, mut receiver) = mpsc::unbounded_channel();
     let Client { modern, cancelled, peer } = client;
-    let caller = Direct { modern, capabilities: capabilities.clone(), messages: sender.clone(), cancelled, peer };
+    let caller = Direct { modern, capabilities, messages: sender.clone(), cancelled, peer };
     let mut work = Box::pin(work(caller));
     let first = tokio::select! {
         biased;
@@ -353,7 +355,7 @@ fn plain_call(message: &Value) -> Option<(&Value, &str, &Map<String, Value>)> {
 }
 
 /// The request, if the short way may answer it as a 2026-07-28 one (see the module docs).
-pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderMap, message: &Value) -> Option<Eligible> {
+pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderMap, message: &mut Value) -> Option<Eligible> {
     if !compatibility.versions().iter().any(|v| v.as_str() == MODERN) {
         return None;
     }
@@ -366,7 +368,7 @@ pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderM
     if headers.keys().any(|name| name.as_str().starts_with("mcp-param-")) {
         return None;
     }
-    let (id, name, params) = plain_call(message)?;
+    let (_, name, params) = plain_call(message)?;
     if single(headers, "mcp-name")? != name {
         return None;
     }
@@ -378,25 +380,44 @@ pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderM
     Implementation::deserialize(meta.get(META_CLIENT_INFO)?).ok()?;
     let declared = meta.get(META_CAPABILITIES)?;
     let typed = ClientCapabilities::deserialize(declared).ok()?;
-    if typed.supports_tasks() {
+    if typed.supports_tasks() || !declared.is_object() {
         return None;
     }
-    let mut forwarded = params.clone();
-    let own_meta: Map<String, Value> =
-        meta.iter().filter(|(k, _)| ![META_VERSION, META_CLIENT_INFO, META_CAPABILITIES].contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
-    if own_meta.is_empty() {
-        forwarded.remove("_meta");
-    } else {
-        forwarded.insert("_meta".into(), Value::Object(own_meta));
+    // Taken out of the message, not copied: the envelope's keys leave `_meta`, the rest goes on.
+    let (id, name, mut params) = take_call(message);
+    let mut meta = match params.remove("_meta") {
+        Some(Value::Object(meta)) => meta,
+        _ => Map::new(),
+    };
+    let capabilities = match meta.remove(META_CAPABILITIES) {
+        Some(Value::Object(capabilities)) => capabilities,
+        _ => Map::new(),
+    };
+    meta.remove(META_VERSION);
+    meta.remove(META_CLIENT_INFO);
+    if !meta.is_empty() {
+        params.insert("_meta".into(), Value::Object(meta));
     }
-    Some(Eligible { id: id.clone(), name: name.to_string(), params: forwarded, capabilities: declared.as_object()?.clone() })
+    Some(Eligible { id, name, params, capabilities })
+}
+
+/// The id, tool name and params of a message [`plain_call`] accepted, taken out of it.
+fn take_call(message: &mut Value) -> (Value, String, Map<String, Value>) {
+    let Some(request) = message.as_object_mut() else { return (Value::Null, String::new(), Map::new()) };
+    let id = request.remove("id").unwrap_or(Value::Null);
+    let params = match request.remove("params") {
+        Some(Value::Object(params)) => params,
+        _ => Map::new(),
+    };
+    let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    (id, name, params)
 }
 
 /// The request, if the short way may answer it in a known initialize-era session: the session
 /// ([`KnownSessions`]), an `MCP-Protocol-Version` (if sent) of a revision before 2026-07-28 (so
 /// no `Mcp-*` request headers apply), and a `_meta` (if any) without a progress token or a key
 /// of the 2026-07-28 envelope. rmcp would take anything else differently.
-pub fn eligible_in_session(sessions: &KnownSessions, method: &Method, headers: &HeaderMap, message: &Value) -> Option<(Eligible, Arc<KnownSession>)> {
+pub fn eligible_in_session(sessions: &KnownSessions, method: &Method, headers: &HeaderMap, message: &mut Value) -> Option<(Eligible, Arc<KnownSession>)> {
     if !plain_post(method, headers) {
         return None;
     }
@@ -407,14 +428,15 @@ pub fn eligible_in_session(sessions: &KnownSessions, method: &Method, headers: &
             return None;
         }
     }
-    let (id, name, params) = plain_call(message)?;
+    let (_, _, params) = plain_call(message)?;
     if let Some(meta) = params.get("_meta") {
         let meta = meta.as_object()?;
         if meta.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
             return None;
         }
     }
-    let request = Eligible { id: id.clone(), name: name.to_string(), params: params.clone(), capabilities: session.capabilities.clone() };
+    let (id, name, params) = take_call(message);
+    let request = Eligible { id, name, params, capabilities: session.capabilities.clone() };
     Some((request, session))
 }
 
@@ -460,7 +482,7 @@ mod tests {
 
     #[test]
     fn the_envelope_stays_and_the_rest_of_meta_goes_on() {
-        let e = eligible(COMPATIBILITY, &Method::POST, &parts(HEADERS), &body()).expect("eligible");
+        let e = eligible(COMPATIBILITY, &Method::POST, &parts(HEADERS), &mut body()).expect("eligible");
         assert_eq!(Value::Object(e.params), json!({ "name": "echo", "arguments": { "text": "x" }, "_meta": { "app/own": 5 } }));
         assert!(e.capabilities.contains_key("elicitation"));
     }
@@ -469,15 +491,15 @@ mod tests {
     fn anything_unusual_goes_to_the_protocol_library() {
         let mut headers = HEADERS.to_vec();
         headers.retain(|(k, _)| *k != "mcp-name");
-        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &body()).is_none(), "no Mcp-Name");
+        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &mut body()).is_none(), "no Mcp-Name");
         let mut headers = HEADERS.to_vec();
         headers.push(("mcp-session-id", "s"));
-        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &body()).is_none(), "a session");
+        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &mut body()).is_none(), "a session");
         let mut headers = HEADERS.to_vec();
         headers.push(("mcp-param-x", "1"));
-        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &body()).is_none(), "a parameter header");
+        assert!(eligible(COMPATIBILITY, &Method::POST, &parts(&headers), &mut body()).is_none(), "a parameter header");
         let legacy = Compatibility { enable_discovery_first: true, force_legacy_initialize: true };
-        assert!(eligible(legacy, &Method::POST, &parts(HEADERS), &body()).is_none(), "an endpoint without 2026-07-28");
+        assert!(eligible(legacy, &Method::POST, &parts(HEADERS), &mut body()).is_none(), "an endpoint without 2026-07-28");
         type Change = Box<dyn Fn(&mut Value)>;
         let variants: Vec<Change> = vec![
             Box::new(|b| b["params"]["_meta"]["progressToken"] = json!(1)),
@@ -494,7 +516,9 @@ mod tests {
         for (i, change) in variants.iter().enumerate() {
             let mut b = body();
             change(&mut b);
-            assert!(eligible(COMPATIBILITY, &Method::POST, &parts(HEADERS), &b).is_none(), "variant {i}: {b}");
+            let before = b.clone();
+            assert!(eligible(COMPATIBILITY, &Method::POST, &parts(HEADERS), &mut b).is_none(), "variant {i}: {b}");
+            assert_eq!(b, before, "variant {i}: a message left to rmcp is left as it was");
         }
     }
 }

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{OriginalUri, Request, State};
+use axum::extract::{OriginalUri, Request};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -27,10 +27,11 @@ use crate::module::app_http::error_chain;
 const HOP_BY_HOP: &[header::HeaderName] =
     &[header::CONNECTION, header::CONTENT_LENGTH, header::TRANSFER_ENCODING, header::TE, header::TRAILER, header::UPGRADE];
 
-/// The middleware: a request whose handle another replica holds goes there. Every answer names
+/// A step of the MCP endpoints' way in (`front_door.rs`): a request whose handle another
+/// replica holds goes there. Every answer names
 /// the replica that made it ([`ANSWERED_BY`]): an operator reading a client's log can tell where
 /// its call ran.
-pub async fn to_owner(State(replicas): State<Option<Arc<Replicas>>>, request: Request, next: Next) -> Response {
+pub async fn to_owner(replicas: Option<&Arc<Replicas>>, request: Request, next: Next) -> Response {
     let Some(replicas) = replicas else { return next.run(request).await };
     // As the client sent it: inside `/mcp` (a nested service) the URI has lost its prefix.
     let uri = request.extensions().get::<OriginalUri>().map(|o| &o.0).unwrap_or(request.uri());
