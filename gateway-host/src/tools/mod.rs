@@ -64,7 +64,34 @@ struct Snapshot {
     all: Vec<Arc<ToolSpec>>,
     /// The model's tools: model-visible, one per name (preference applied), by name.
     resolved: BTreeMap<String, Arc<ToolSpec>>,
+    /// App (or standard server) id → its own tool name → the index in `all` of its first tool of
+    /// that name: [`ToolRegistry::module_tool`] runs per call, and apps may list tens of thousands
+    /// of tools.
+    by_module: HashMap<String, HashMap<String, usize>>,
     provider_names: ProviderNames,
+}
+
+impl Snapshot {
+    /// [`Snapshot::by_module`] for `all`: the first tool of a name wins, as a scan would find it.
+    fn index_modules(all: &[Arc<ToolSpec>]) -> HashMap<String, HashMap<String, usize>> {
+        let mut by_module: HashMap<String, HashMap<String, usize>> = HashMap::new();
+        for (i, spec) in all.iter().enumerate() {
+            if let ToolSource::Module { app_id, tool_name } = &spec.source {
+                let tools = match by_module.get_mut(app_id.as_str()) {
+                    Some(tools) => tools,
+                    None => by_module.entry(app_id.clone()).or_default(),
+                };
+                if !tools.contains_key(tool_name.as_str()) {
+                    tools.insert(tool_name.clone(), i);
+                }
+            }
+        }
+        by_module
+    }
+
+    fn module_tool(&self, app_id: &str, tool_name: &str) -> Option<&Arc<ToolSpec>> {
+        self.by_module.get(app_id).and_then(|tools| tools.get(tool_name)).map(|&i| &self.all[i])
+    }
 }
 
 pub struct ToolRegistry {
@@ -165,12 +192,7 @@ impl ToolRegistry {
     /// The tool of app (or standard server) `app_id` by its own, unprefixed name, model-visible or
     /// not (what `/apps/mcp/{appId}` calls), as of the last refresh.
     pub fn module_tool(&self, app_id: &str, tool_name: &str) -> Option<Arc<ToolSpec>> {
-        let snapshot = self.snapshot.read();
-        snapshot
-            .all
-            .iter()
-            .find(|spec| matches!(&spec.source, ToolSource::Module { app_id: a, tool_name: t } if a == app_id && t == tool_name))
-            .cloned()
+        self.snapshot.read().module_tool(app_id, tool_name).cloned()
     }
 
     pub fn preference_order(&self) -> &[String] {
@@ -207,11 +229,13 @@ impl ToolRegistry {
             Err(e) => tracing::warn!("cannot list the module's tools: {e}"),
         }
         let resolved = self.resolve(&all);
+        let by_module = Snapshot::index_modules(&all);
         let changed = {
             let mut snap = self.snapshot.write();
             let changed = snap.resolved != resolved;
             snap.provider_names = ProviderNames::build(resolved.keys().map(String::as_str));
             snap.resolved = resolved;
+            snap.by_module = by_module;
             snap.all = all;
             changed
         };
@@ -340,6 +364,61 @@ impl ToolRegistry {
                     }
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module_spec(app_id: &str, tool_name: &str, provider_id: &str) -> Arc<ToolSpec> {
+        Arc::new(ToolSpec {
+            name: format!("{app_id}.{tool_name}"),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            meta: serde_json::json!({}),
+            visible_to_model: true,
+            visible_to_app: true,
+            ui_resource_uri: None,
+            extra: serde_json::json!({}),
+            provider_id: provider_id.to_string(),
+            source: ToolSource::Module { app_id: app_id.to_string(), tool_name: tool_name.to_string() },
+        })
+    }
+
+    /// 100,000 tools over 10 apps, each (app, name) twice: a module tool is found by index, the
+    /// first of its name as a scan from the start would find it (once a scan per call).
+    #[test]
+    fn module_tools_of_many_are_found_by_index_first_wins() {
+        const N: usize = 100_000;
+        let mut all: Vec<Arc<ToolSpec>> = builtin::specs().into_iter().map(Arc::new).collect();
+        all.extend((0..N).map(|i| module_spec(&format!("app{}", i % 10), &format!("t{}", (i / 10) % (N / 20)), &format!("p{i}"))));
+        let snapshot = Snapshot { by_module: Snapshot::index_modules(&all), all, ..Default::default() };
+        let scan = |app_id: &str, tool_name: &str| {
+            snapshot
+                .all
+                .iter()
+                .find(|spec| matches!(&spec.source, ToolSource::Module { app_id: a, tool_name: t } if a == app_id && t == tool_name))
+                .cloned()
+        };
+        let mut found = 0;
+        for i in 0..N / 2 {
+            let (app, name) = (format!("app{}", i % 10), format!("t{}", i / 10));
+            let spec = snapshot.module_tool(&app, &name).expect("listed");
+            assert_eq!(spec.provider_id, format!("p{i}"), "the first of its name");
+            found += 1;
+        }
+        assert_eq!(found, N / 2);
+        for (app, name) in [("app3", "t17"), ("app9", "t4999"), ("app0", "t0")] {
+            assert_eq!(snapshot.module_tool(app, name), scan(app, name).as_ref(), "as a scan finds it");
+        }
+        assert!(snapshot.module_tool("app10", "t0").is_none());
+        assert!(snapshot.module_tool("app0", "t5000").is_none());
+        let builtin_name = builtin::specs().into_iter().next().map(|s| s.name);
+        if let Some(name) = builtin_name {
+            assert!(snapshot.module_tool("gateway", &name).is_none(), "built-ins are not module tools");
         }
     }
 }

@@ -309,7 +309,7 @@ impl AppServer {
                 let live = Arc::new(live);
                 let (counts, skipped) = {
                     let c = live.catalog.read();
-                    ((c.tools.len(), c.resources.len() + c.resource_templates.len(), c.prompts.len()), c.skipped_tools.len())
+                    ((c.tools().len(), c.resources.len() + c.resource_templates.len(), c.prompts.len()), c.skipped_tools.len())
                 };
                 *self.live.write() = Some(live.clone());
                 self.transition(AppState::Running, "connected");

@@ -286,7 +286,7 @@ pub fn app_descriptor(app: &AppServer) -> AppDescriptor {
             None => host_abi::Transport::Unknown,
         }),
         manifest_path: st.manifest_path.display().to_string().into(),
-        tool_count: catalog.tools.len() as u32,
+        tool_count: catalog.tools().len() as u32,
         resource_count: catalog.resources.len() as u32,
         resource_template_count: catalog.resource_templates.len() as u32,
         prompt_count: catalog.prompts.len() as u32,

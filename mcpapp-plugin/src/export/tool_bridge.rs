@@ -41,7 +41,7 @@ pub fn descriptors(apps: &[Arc<AppServer>], reported: &Mutex<HashSet<String>>) -
         }
         let Some(catalog) = app.catalog() else { continue };
         let prefix = app.install_state().manifest.and_then(|m| m.tool_name_prefix).unwrap_or_default();
-        for tool in &catalog.tools {
+        for tool in catalog.tools() {
             let qualified = format!("{prefix}{}", tool.name);
             let slot = (qualified.clone(), app.kind.as_str());
             if let Some(owner) = taken.get(&slot) {

@@ -4,6 +4,7 @@
 //! schema is skipped with a warning naming app and tool, unless the relaxed switch keeps it with
 //! `{"type":"object"}`.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use serde_json::{json, Value};
@@ -60,7 +61,12 @@ fn listed_meta(raw: &Value) -> &Value {
 /// Everything one app offers.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
-    pub tools: Vec<AppTool>,
+    /// The tools, in the app's order, without repeated names (first wins); set only through
+    /// [`Catalog::add_tool`] so that `tool_index` stays in step.
+    tools: Vec<AppTool>,
+    /// Tool name → its index in `tools`: [`Catalog::tool`] runs per call, and an app may list
+    /// tens of thousands of tools.
+    tool_index: HashMap<String, usize>,
     pub resources: Vec<Value>,
     pub resource_templates: Vec<Value>,
     pub prompts: Vec<Value>,
@@ -69,8 +75,33 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// A catalog of these tools, a repeated name keeping its first tool.
+    pub fn with_tools(tools: impl IntoIterator<Item = AppTool>) -> Self {
+        let mut catalog = Self::default();
+        for tool in tools {
+            let _ = catalog.add_tool(tool);
+        }
+        catalog
+    }
+
+    /// The tools, in the order the app listed them.
+    pub fn tools(&self) -> &[AppTool] {
+        &self.tools
+    }
+
+    /// Adds a tool after the others, unless one of that name is already there (first wins): then
+    /// the tool is given back.
+    pub fn add_tool(&mut self, tool: AppTool) -> Result<(), AppTool> {
+        if self.tool_index.contains_key(&tool.name) {
+            return Err(tool);
+        }
+        self.tool_index.insert(tool.name.clone(), self.tools.len());
+        self.tools.push(tool);
+        Ok(())
+    }
+
     pub fn tool(&self, name: &str) -> Option<&AppTool> {
-        self.tools.iter().find(|t| t.name == name)
+        self.tool_index.get(name).map(|&i| &self.tools[i])
     }
 
     /// Resources that are MCP App UIs.
@@ -81,15 +112,12 @@ impl Catalog {
     /// Every UI the app declares (SPEC R19), without repeats: the URIs of its
     /// `text/html;profile=mcp-app` resources, then those its tools link to.
     pub fn declared_ui_uris(&self) -> Vec<String> {
-        let mut uris: Vec<String> = Vec::new();
-        let resources = self.ui_resources().filter_map(|r| r.get("uri").and_then(Value::as_str)).map(str::to_string);
-        let linked = self.tools.iter().filter_map(|t| t.ui_resource_uri.clone());
-        for uri in resources.chain(linked) {
-            if !uris.contains(&uri) {
-                uris.push(uri);
-            }
-        }
-        uris
+        // A set of those seen: this runs on every listing of the apps, and an app may declare
+        // tens of thousands of UIs (a `Vec::contains` here took 5.9 s for 80,000).
+        let mut seen: HashSet<&str> = HashSet::new();
+        let resources = self.ui_resources().filter_map(|r| r.get("uri").and_then(Value::as_str));
+        let linked = self.tools.iter().filter_map(|t| t.ui_resource_uri.as_deref());
+        resources.chain(linked).filter(|uri| seen.insert(uri)).map(str::to_string).collect()
     }
 }
 
@@ -211,11 +239,9 @@ pub async fn enumerate(session: &Session, app_id: &str, relaxed_schema: bool) ->
         for raw in session.list_all("tools/list", "tools").await? {
             match parse_tool(&raw, relaxed_schema) {
                 Ok(tool) => {
-                    if catalog.tool(&tool.name).is_some() {
+                    if let Err(tool) = catalog.add_tool(tool) {
                         tracing::warn!(app = app_id, "McpApp '{app_id}' lists tool '{}' twice; keeping the first", tool.name);
-                        continue;
                     }
-                    catalog.tools.push(tool)
                 }
                 Err(why) => {
                     let name = raw.get("name").and_then(Value::as_str).unwrap_or("<unnamed>").to_string();
@@ -320,18 +346,78 @@ mod tests {
             let meta = uri.map(|u| json!({"ui": {"resourceUri": u}})).unwrap_or(json!({}));
             parse_tool(&json!({"name": "t", "inputSchema": {"type": "object"}, "_meta": meta}), false).unwrap()
         };
-        let plain = Catalog { tools: vec![tool(None)], ..Default::default() };
+        let plain = Catalog::with_tools(vec![tool(None)]);
         assert_eq!(ui_of(Some(&plain), false, None), (false, None));
         assert_eq!(ui_of(None, true, Some("ui://m")), (true, Some("ui://m".into())), "not running: the manifest");
-        let linked = Catalog { tools: vec![tool(Some("ui://t"))], ..Default::default() };
+        let linked = Catalog::with_tools(vec![tool(Some("ui://t"))]);
         assert_eq!(ui_of(Some(&linked), false, None), (true, Some("ui://t".into())), "a tool's link alone");
         let both = Catalog {
-            tools: vec![tool(Some("ui://t"))],
             resources: vec![json!({"uri": "ui://r", "mimeType": "text/html;profile=mcp-app"}), json!({"uri": "x://plain"})],
-            ..Default::default()
+            ..Catalog::with_tools(vec![tool(Some("ui://t"))])
         };
         assert_eq!(ui_of(Some(&both), false, None), (true, Some("ui://r".into())), "resources first");
         assert_eq!(ui_of(Some(&both), true, Some("ui://t")), (true, Some("ui://t".into())), "the manifest's, if declared");
         assert_eq!(ui_of(Some(&both), true, Some("ui://gone")), (true, Some("ui://r".into())));
+    }
+
+    fn bare_tool(name: String, description: String, ui: Option<String>) -> AppTool {
+        AppTool {
+            name,
+            description,
+            visible_to_model: true,
+            visible_to_app: true,
+            ui_resource_uri: ui,
+            binds_headers: false,
+            raw: Value::Null,
+        }
+    }
+
+    /// 100,000 tools, each name listed twice: the first of each name is kept, in the app's order,
+    /// and found by name (once a linear scan per tool, quadratic over the listing).
+    #[test]
+    fn many_tools_with_repeated_names_keep_the_first_in_order() {
+        const N: usize = 100_000;
+        let mut catalog = Catalog::default();
+        let mut refused = 0;
+        for i in 0..N {
+            let tool = bare_tool(format!("t{}", i % (N / 2)), format!("listing {i}"), None);
+            if let Err(back) = catalog.add_tool(tool) {
+                assert_eq!(back.description, format!("listing {i}"), "the repeat is given back");
+                refused += 1;
+            }
+        }
+        assert_eq!(refused, N / 2);
+        assert_eq!(catalog.tools().len(), N / 2);
+        assert!(catalog.tools().iter().enumerate().all(|(i, t)| t.name == format!("t{i}")), "the app's order");
+        for i in [0, 7, N / 2 - 1] {
+            assert_eq!(catalog.tool(&format!("t{i}")).unwrap().description, format!("listing {i}"), "first wins");
+        }
+        assert!(catalog.tool(&format!("t{}", N / 2)).is_none());
+        let rebuilt = Catalog::with_tools(catalog.tools().iter().cloned().chain([bare_tool("t3".into(), "late".into(), None)]));
+        assert_eq!(rebuilt.tools().len(), N / 2);
+        assert_eq!(rebuilt.tool("t3").unwrap().description, "listing 3");
+    }
+
+    /// 100,000 UI resources and 100,000 tools linking to UIs, with repeats among and between
+    /// them: each URI once, in the order first declared (once a `Vec::contains` per URI).
+    #[test]
+    fn many_declared_uis_are_listed_once_in_order() {
+        const N: usize = 100_000;
+        let mut resources: Vec<Value> = (0..N)
+            .map(|i| json!({"uri": format!("ui://r/{}", i % (N / 2)), "mimeType": "text/html;profile=mcp-app"}))
+            .collect();
+        resources.push(json!({"uri": "ui://plain", "mimeType": "text/html"}));
+        // Tools link to every 4th resource's URI (already declared) and to as many of their own.
+        let tools = (0..N).map(|i| {
+            let ui = if i % 2 == 0 { format!("ui://r/{}", (i / 2) * 4 % (N / 2)) } else { format!("ui://t/{}", i / 2) };
+            bare_tool(format!("tool{i}"), String::new(), Some(ui))
+        });
+        let catalog = Catalog { resources, ..Catalog::with_tools(tools) };
+        let uris = catalog.declared_ui_uris();
+        assert_eq!(uris.len(), N / 2 + N / 2);
+        assert!(uris[..N / 2].iter().enumerate().all(|(i, u)| *u == format!("ui://r/{i}")), "resources first, in order");
+        assert!(uris[N / 2..].iter().enumerate().all(|(i, u)| *u == format!("ui://t/{i}")), "then the tools' own");
+        assert_eq!(ui_of(Some(&catalog), true, Some("ui://t/49999")), (true, Some("ui://t/49999".into())));
+        assert_eq!(ui_of(Some(&catalog), true, Some("ui://plain")), (true, Some("ui://r/0".into())));
     }
 }

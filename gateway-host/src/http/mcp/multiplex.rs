@@ -10,6 +10,7 @@
 //! unasked (list changes, resource updates, log messages) comes from the module's events, named
 //! the same way, for the endpoint's sessions to pass on ([`Change`]).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use host_abi::payloads::{AppDetail, AppState, ProviderKind};
@@ -330,18 +331,7 @@ impl Multiplexer {
     }
 
     async fn has_prompt(&self, provider: &Provider, name: &str) -> bool {
-        let mut cursor: Option<String> = None;
-        loop {
-            let params = cursor.take().map(|c| json!({ "cursor": c })).unwrap_or_else(|| json!({}));
-            let Ok(result) = self.request(&provider.key, "prompts/list", params).await else { return false };
-            if result["prompts"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == name)) {
-                return true;
-            }
-            match result["nextCursor"].as_str() {
-                Some(next) => cursor = Some(next.to_string()),
-                None => return false,
-            }
-        }
+        lists_prompt(name, |params| self.request(&provider.key, "prompts/list", params)).await
     }
 
     /// Sends one request that asks its client nothing (a list, a subscription, a level) to an
@@ -476,6 +466,35 @@ pub fn rewrite_ui_meta(provider: &str, holder: &mut Value) {
     }
 }
 
+/// The most pages of an app's `prompts/list` [`lists_prompt`] reads, as `Session::list_all`
+/// (mcpapp-plugin) reads of any list: an app whose every page names a next one must not keep
+/// `prompts/get` going for ever.
+const MAX_PROMPT_PAGES: usize = 1000;
+
+/// Whether the pages `list` gives (`prompts/list` results, asked with the params it is passed)
+/// name prompt `name`. It stops at the first page that does, at a page that fails or names no
+/// next page (or an empty one, or one already read), and after [`MAX_PROMPT_PAGES`].
+async fn lists_prompt<F, Fut>(name: &str, mut list: F) -> bool
+where
+    F: FnMut(Value) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, ErrorData>>,
+{
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut cursor: Option<String> = None;
+    for _page in 0..MAX_PROMPT_PAGES {
+        let params = cursor.take().map(|c| json!({ "cursor": c })).unwrap_or_else(|| json!({}));
+        let Ok(result) = list(params).await else { return false };
+        if result["prompts"].as_array().is_some_and(|p| p.iter().any(|p| p["name"] == name)) {
+            return true;
+        }
+        match result["nextCursor"].as_str() {
+            Some(next) if !next.is_empty() && seen.insert(next.to_string()) => cursor = Some(next.to_string()),
+            _ => return false,
+        }
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,5 +535,68 @@ mod tests {
         let mut template = json!({ "uriTemplate": "inventory://stores/{storeId}/summary" });
         List::ResourceTemplates.rename(&provider, &mut template);
         assert_eq!(template["uriTemplate"], "inventory://grocery-inventory/stores/{storeId}/summary");
+    }
+
+    /// A page of `prompts/list` naming `names`, and `next` as its next page.
+    fn prompt_page(names: &[&str], next: Option<String>) -> Value {
+        let prompts: Vec<Value> = names.iter().map(|n| json!({ "name": n })).collect();
+        match next {
+            Some(next) => json!({ "prompts": prompts, "nextCursor": next }),
+            None => json!({ "prompts": prompts }),
+        }
+    }
+
+    /// An app that names a new next page every time: the search gives up after the page cap
+    /// (it went on for ever before).
+    #[tokio::test]
+    async fn a_prompt_search_stops_after_the_page_cap() {
+        let mut asked = 0usize;
+        let found = lists_prompt("wanted", |params| {
+            asked += 1;
+            let expected = if asked == 1 { json!({}) } else { json!({ "cursor": format!("c{}", asked - 1) }) };
+            assert_eq!(params, expected, "each page asked with the cursor the last one named");
+            let page = prompt_page(&["other"], Some(format!("c{asked}")));
+            async move { Ok(page) }
+        })
+        .await;
+        assert!(!found);
+        assert_eq!(asked, MAX_PROMPT_PAGES);
+    }
+
+    /// Cursors that come round again (A → B → A …) end the search; so does an empty one, and a
+    /// failing page. A prompt on a later page is found.
+    #[tokio::test]
+    async fn a_prompt_search_stops_on_a_repeated_cursor() {
+        let mut asked = 0usize;
+        let found = lists_prompt("wanted", |_| {
+            asked += 1;
+            let page = prompt_page(&["other"], Some(if asked % 2 == 1 { "A" } else { "B" }.to_string()));
+            async move { Ok(page) }
+        })
+        .await;
+        assert!(!found);
+        assert_eq!(asked, 3, "first page, A, B; A again is not read");
+
+        let mut asked = 0usize;
+        let found = lists_prompt("wanted", |_| {
+            asked += 1;
+            async move { Ok(prompt_page(&[], Some(String::new()))) }
+        })
+        .await;
+        assert!(!found);
+        assert_eq!(asked, 1);
+
+        let found = lists_prompt("wanted", |_| async { Err(ErrorData::internal_error("down", None)) }).await;
+        assert!(!found);
+
+        let mut asked = 0usize;
+        let found = lists_prompt("wanted", |_| {
+            asked += 1;
+            let page = if asked < 5 { prompt_page(&["other"], Some(format!("c{asked}"))) } else { prompt_page(&["x", "wanted"], Some("more".into())) };
+            async move { Ok(page) }
+        })
+        .await;
+        assert!(found);
+        assert_eq!(asked, 5);
     }
 }
