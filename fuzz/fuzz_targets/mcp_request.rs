@@ -3,7 +3,7 @@
 //! per-request `_meta` (protocol version, client capabilities, client info, log level, progress
 //! token).
 //!
-//! The gate runs as the router runs it (`from_fn_with_state(BodyLimit, gate)` on the route), with
+//! The gate runs as the router runs it (`from_fn_with_state(McpEntry, mcp_entry)` on the route), with
 //! a handler behind it that echoes the body it was given. What must hold, for any bytes:
 //! - a body of exactly `Gateway.MaxRequestBytes` is never refused for its size, and one byte over
 //!   is refused with 413, `Connection: close` and a -32600 error naming the limit;
@@ -29,7 +29,7 @@ use axum::middleware::from_fn_with_state;
 use axum::routing::post;
 use axum::Router;
 use axum::Extension;
-use gateway_host::fuzzing::{eligible, gate, BodyLimit, Compatibility, Gated};
+use gateway_host::fuzzing::{eligible, mcp_entry, BodyLimit, Compatibility, Gated, McpEntry};
 use libfuzzer_sys::fuzz_target;
 use rmcp::model::{ClientJsonRpcMessage, GetMeta, JsonRpcMessage, ProtocolVersion};
 use serde_json::Value;
@@ -65,11 +65,15 @@ fn short_way(message: &Value) {
         }
     }
     let compatibility = Compatibility { enable_discovery_first: true, force_legacy_initialize: false };
-    if let Some(short) = eligible(compatibility, &Method::POST, &headers, message) {
-        assert_eq!(message["method"], "tools/call", "{message}");
-        assert_eq!(message["params"]["name"], short.name.as_str(), "{message}");
-        assert_eq!(message["id"], short.id, "{message}");
-        assert!(!short.params.get("_meta").is_some_and(|m| m.get("io.modelcontextprotocol/protocolVersion").is_some()), "the envelope stays: {message}");
+    let mut taken = message.clone();
+    match eligible(compatibility, &Method::POST, &headers, &mut taken) {
+        Some(short) => {
+            assert_eq!(message["method"], "tools/call", "{message}");
+            assert_eq!(message["params"]["name"], short.name.as_str(), "{message}");
+            assert_eq!(message["id"], short.id, "{message}");
+            assert!(!short.params.get("_meta").is_some_and(|m| m.get("io.modelcontextprotocol/protocolVersion").is_some()), "the envelope stays: {message}");
+        }
+        None => assert_eq!(&taken, message, "a message the short way leaves is left as it was"),
     }
 }
 
@@ -79,9 +83,10 @@ struct Answer {
     body: Bytes,
 }
 
-/// `POST /apps/mcp/app` with `body`, through the gate with `limit`.
+/// `POST /apps/mcp/app` with `body`, through the MCP endpoints' way in (the gate) with `limit`.
 fn send(body: &[u8], limit: usize) -> Answer {
-    let router = Router::new().route("/apps/mcp/{app_id}", post(echo).layer(from_fn_with_state(BodyLimit(limit), gate)));
+    let entry = McpEntry { limit: BodyLimit(limit), replicas: None };
+    let router = Router::new().route("/apps/mcp/{app_id}", post(echo).layer(from_fn_with_state(entry, mcp_entry)));
     let request = Request::builder()
         .method(Method::POST)
         .uri("/apps/mcp/app")

@@ -54,8 +54,9 @@ pub mod fuzzing {
     };
     pub use crate::http::chat::{input_answer, turn_request};
     pub use crate::http::connections::ConnectionLimits;
+    pub use crate::http::front_door::{mcp_entry, McpEntry};
     pub use crate::http::mcp::endpoint_config::Compatibility;
-    pub use crate::http::mcp::jsonrpc_gate::{gate, params_problem, BodyLimit, Gated};
+    pub use crate::http::mcp::jsonrpc_gate::{params_problem, BodyLimit, Gated};
     pub use crate::http::mcp::multiplex::{rewrite_result_uris, rewrite_ui_meta};
     pub use crate::http::mcp::namespacing::{restore_uri, rewrite_uri, uri_key, Cursor};
     pub use crate::http::mcp::pass_through::{eligible, Eligible};

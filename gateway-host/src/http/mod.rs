@@ -36,7 +36,7 @@ pub(crate) mod chat;
 pub mod auth;
 pub mod connections;
 mod cors;
-mod front_door;
+pub mod front_door;
 mod health;
 mod host_page;
 mod json_error;
