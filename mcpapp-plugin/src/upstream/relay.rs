@@ -185,26 +185,8 @@ impl Table {
     fn unindex(&mut self, call: &CallRelay) {
         let app = call.app_id.as_str();
         let up = call.upstream.lock();
-        if let Some(ids) = self.by_request.get_mut(app) {
-            for id in &up.request_ids {
-                if ids.get(id) == Some(&call.call_id) {
-                    ids.remove(id);
-                }
-            }
-            if ids.is_empty() {
-                self.by_request.remove(app);
-            }
-        }
-        if let Some(tokens) = self.by_progress.get_mut(app) {
-            for token in &up.progress_tokens {
-                if tokens.get(token) == Some(&call.call_id) {
-                    tokens.remove(token);
-                }
-            }
-            if tokens.is_empty() {
-                self.by_progress.remove(app);
-            }
-        }
+        unindex_keys(&mut self.by_request, app, &up.request_ids, call.call_id);
+        unindex_keys(&mut self.by_progress, app, &up.progress_tokens, call.call_id);
         if let Some(calls) = self.by_seq.get_mut(app) {
             if calls.get(&call.seq) == Some(&call.call_id) {
                 calls.remove(&call.seq);
@@ -226,6 +208,20 @@ impl Table {
     /// The app's most recently registered call.
     fn latest(&self, app_id: &str) -> Option<&Arc<CallRelay>> {
         self.by_seq.get(app_id).and_then(|calls| calls.last_key_value()).and_then(|(_, call_id)| self.calls.get(call_id))
+    }
+}
+
+/// Drops the entries of `app` in `index` under `keys` that still lead to `call_id`, and the
+/// app's map once it is empty.
+fn unindex_keys<K: std::hash::Hash + Eq>(index: &mut HashMap<String, HashMap<K, u64>>, app: &str, keys: &[K], call_id: u64) {
+    let Some(entries) = index.get_mut(app) else { return };
+    for key in keys {
+        if entries.get(key) == Some(&call_id) {
+            entries.remove(key);
+        }
+    }
+    if entries.is_empty() {
+        index.remove(app);
     }
 }
 
