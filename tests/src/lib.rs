@@ -145,10 +145,21 @@ pub fn wait_until(timeout: Duration, poll: Duration, mut condition: impl FnMut()
     }
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago. Prefer `--urls http://127.0.0.1:0` (what
+/// A TCP port on 127.0.0.1 that was free a moment ago, and that no other call in this test
+/// process has handed out: tests run in parallel, and a port handed to one test's app (not bound
+/// yet, or never, like an app that exits at once) must not be handed to another's, whose app would
+/// then answer the first test's gateway. Prefer `--urls http://127.0.0.1:0` (what
 /// [`GatewayProcess`] does) where the port need not be known in advance.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("binding 127.0.0.1:0").port()
+    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap();
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("binding 127.0.0.1:0").port();
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// Removes terminal colour sequences (`ESC [ … letter`) from a log line.

@@ -23,6 +23,7 @@
 //! | flooding stderr | `a_stderr_flood_is_logged_bounded_and_the_app_keeps_serving` |
 //! | closing the HTTP stream midway | `an_http_response_stream_cut_midway_fails_that_call_only` |
 //! | restarting on a different port | `an_http_app_that_moves_to_another_port` (launched: relaunched by the gateway; external: Failed until its manifest names the new port) |
+//! | exiting while another program holds its port | `a_launched_http_app_is_not_confused_with_another_process_on_its_port` (Failed: what answered is not the app) |
 
 mod support;
 
@@ -708,4 +709,63 @@ fn an_http_app_that_moves_to_another_port() {
         dir.path(),
         &[("mover".into(), second_mover), ("first mover".into(), first_mover), ("external (stopped by the test)".into(), external_pid)],
     );
+}
+
+/// A launched http app that exits before it listens, while another program holds the port its
+/// URL names: the gateway's handshake reaches that program, but the app's process has ended, so
+/// what answered is not the app. It ends Failed saying so (its exit, and that another process
+/// answers on its URL), and none of the other program's tools pass for the app's.
+///
+/// The other program is a real `test-app` HTTP server, stopped (SIGSTOP) while the gateway starts:
+/// the kernel accepts the gateway's connections, the handshake waits, the app exits meanwhile; then
+/// the server is continued and answers the handshake.
+#[test]
+fn a_launched_http_app_is_not_confused_with_another_process_on_its_port() {
+    let dir = tempfile::tempdir().unwrap();
+    let apps = dir.path().join("apps");
+    let port_file = dir.path().join("squatter.port");
+    let mut squatter = std::process::Command::new(test_app_bin())
+        .args(["--http", "127.0.0.1:0", "--port-file", &arg(&port_file)])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut port = 0u16;
+    assert!(wait_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        port = std::fs::read_to_string(&port_file).ok().and_then(|p| p.trim().parse().ok()).unwrap_or(0);
+        port != 0
+    }));
+    let squatter_pid = squatter.id() as i32;
+    // SAFETY: a signal to the child this test started and still owns.
+    assert_eq!(unsafe { libc::kill(squatter_pid, libc::SIGSTOP) }, 0);
+
+    let app_pid = dir.path().join("late.pid");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let late = with(
+        http_app("late", &["--pid-file", &arg(&app_pid), "--exit-immediately"]),
+        json!({ "url": url, "startupTimeoutSeconds": 30 }),
+    );
+    write_manifest(&apps, "late", &late);
+    write_manifest(&apps, "healthy", &stdio_app("healthy", &[]));
+    let gw = GatewayProcess::start(config_for(dir.path()));
+    wait_state(&gw, "healthy", "running");
+    let first = read_pid(&app_pid, Duration::from_secs(10));
+    assert!(wait_until(Duration::from_secs(10), POLL, || !process_alive(first)), "the app did not exit");
+    // The handshake is waiting on the stopped server; let it answer.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(health_app(&gw, "late")["state"], "loaded", "{}", gw.logs());
+    // SAFETY: as above.
+    unsafe { libc::kill(squatter_pid, libc::SIGCONT) };
+
+    let app = wait_state(&gw, "late", "failed");
+    let error = app["lastError"].as_str().unwrap_or_default();
+    assert!(error.contains("exited with code 5") && error.contains(&format!("another process answers on {url}")), "{app}\n{}", gw.logs());
+    let (status, tools) = gw.get_json("/tools");
+    assert_eq!(status, 200, "{tools}");
+    assert!(!tools.to_string().contains("late."), "the other program's tools pass for the app's: {tools}");
+    assert_serves(&gw, "healthy", "meanwhile");
+    drop(gw);
+    let _ = squatter.kill();
+    let _ = squatter.wait();
 }

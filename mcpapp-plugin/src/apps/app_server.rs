@@ -387,7 +387,17 @@ impl AppServer {
                 }
                 let (service, http_way) = loop {
                     match session::connect_http(&url, &manifest.headers, handler(), lifecycle.clone(), &self.ctx.tasks, self.ctx.host_http.clone()).await {
-                        Ok(connected) => break connected,
+                        // The handshake answered, but the app's own process has ended: whatever
+                        // listens on its port is something else (another program that took the
+                        // port), whose tools must not pass for the app's.
+                        Ok(connected) => match process.as_mut().and_then(AppProcess::try_exit) {
+                            Some(exit) => {
+                                return Err(UpstreamError::Connect(format!(
+                                    "{exit} before accepting connections; another process answers on {url}"
+                                )))
+                            }
+                            None => break connected,
+                        },
                         Err(e) => {
                             let Some(p) = process.as_mut() else { return Err(e) };
                             if let Some(exit) = p.try_exit() {
