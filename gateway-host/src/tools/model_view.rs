@@ -71,8 +71,9 @@ impl ToolResult {
     /// renders app UIs: `renders_ui`) and a failure's first text, which starts with `Error:` —
     /// plus the UI it renders with in `_meta.ui.resourceUri`. `None` for a result the gateway
     /// made itself (no app result): its text is all there is.
-    pub fn for_mcp_client(&self, renders_ui: bool) -> Option<Value> {
-        let mut raw = self.raw.clone().filter(Value::is_object)?;
+    /// The app's result is taken out of `self` and reshaped, not copied; the rest stays.
+    pub fn for_mcp_client(&mut self, renders_ui: bool) -> Option<Value> {
+        let mut raw = self.raw.take().filter(Value::is_object)?;
         if let Some(uri) = &self.ui_resource_uri {
             if !renders_ui {
                 if let Some(map) = raw.as_object_mut() {
@@ -98,7 +99,7 @@ impl ToolResult {
                 }
                 None => {
                     if let Some(content) = raw["content"].as_array_mut() {
-                        content.insert(0, json!({ "type": "text", "text": self.text }));
+                        content.insert(0, json!({ "type": "text", "text": self.text.clone() }));
                     }
                 }
             }
@@ -220,8 +221,8 @@ mod tests {
     #[test]
     fn an_mcp_client_gets_the_apps_result_with_r20_applied() {
         let raw = json!({ "content": [text("shown")], "structuredContent": { "a": 1 }, "_meta": { "k": "v" } });
-        let ui = ToolResult::of_app(raw.clone(), Some("ui://app/view.html".into()));
-        let model_side = ui.for_mcp_client(false).unwrap();
+        let mut ui = ToolResult::of_app(raw.clone(), Some("ui://app/view.html".into()));
+        let model_side = ui.clone().for_mcp_client(false).unwrap();
         assert!(model_side.get("structuredContent").is_none(), "{model_side}");
         assert_eq!(model_side["_meta"], json!({ "k": "v", "ui": { "resourceUri": "ui://app/view.html" } }));
         let app_host = ui.for_mcp_client(true).unwrap();

@@ -167,6 +167,24 @@ impl<'de> Deserialize<'de> for IgnoredAnyValue {
     }
 }
 
+/// The JSON-RPC response text for `result`, written straight from its type into the body (no
+/// tree, no second string between).
+pub fn response_text(id: &Value, result: &impl serde::Serialize) -> String {
+    let mut body = Vec::with_capacity(256);
+    body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    // Writing to a `Vec` fails only for a map with keys that are not strings, which an id (a
+    // JSON value) and rmcp's result types cannot have; `{}` would stand in for such a result.
+    let _ = serde_json::to_writer(&mut body, id);
+    body.extend_from_slice(b",\"result\":");
+    let mark = body.len();
+    if serde_json::to_writer(&mut body, result).is_err() {
+        body.truncate(mark);
+        body.extend_from_slice(b"{}");
+    }
+    body.push(b'}');
+    String::from_utf8(body).unwrap_or_default()
+}
+
 /// The JSON-RPC response text for a relayed `tools/call`'s answer, and whether it is a tool
 /// error; or the error the protocol library's path gives for the same answer.
 ///
@@ -218,6 +236,16 @@ mod tests {
 
     fn answer(result: &str) -> Forwarded {
         Ok(AppAnswer::Result(result.into()))
+    }
+
+    #[test]
+    fn a_typed_result_is_written_into_its_envelope_as_serde_writes_it() {
+        let result = rmcp::model::CallToolResult::success(vec![ContentBlock::text("é \"quoted\" \u{1F600}")]);
+        for id in [json!(7), json!("a-string"), json!(-1)] {
+            let body = response_text(&id, &result);
+            let expected = json!({ "jsonrpc": "2.0", "id": id, "result": serde_json::to_value(&result).unwrap() });
+            assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), expected, "{body}");
+        }
     }
 
     #[test]

@@ -607,7 +607,7 @@ fn shape_for(spec: &ToolSpec, app_host: bool, rewrite: bool) -> Shape {
 /// The result as an MCP client of `/mcp` gets it: the app's result with R20's rules for a model
 /// applied ([`ToolResult::for_mcp_client`]), its URIs named as `/mcp` names them. Results the
 /// gateway made itself (errors before any result, built-ins) are text.
-fn to_call_tool_result(result: ToolResult, shape: &Shape) -> CallToolResult {
+fn to_call_tool_result(mut result: ToolResult, shape: &Shape) -> CallToolResult {
     if let Some(mut raw) = result.for_mcp_client(shape.app_host) {
         if let Some(provider) = &shape.provider {
             multiplex::rewrite_result_uris(provider, &mut raw);
@@ -778,14 +778,12 @@ impl GatewayPassThrough {
             let call = registry.module().relayed(call_id, async move { calling.call_spec(&spec, arguments, call_id, &Value::Null, Some(relay)).await });
             match mcp_relay::drive(call, &caller, registry.module(), &parked).await {
                 Ok(Outcome::Done(result)) => {
-                    let mut result = serde_json::to_value(rmcp::model::ServerResult::from(CallToolResponse::from(to_call_tool_result(result, &shape)))).unwrap_or_default();
+                    let mut result = to_call_tool_result(result, &shape);
                     if !modern {
                         // rmcp writes no `resultType` for an initialize-era client.
-                        if let Some(map) = result.as_object_mut() {
-                            map.remove("resultType");
-                        }
+                        result.result_type = None;
                     }
-                    Message::ok(json!({ "jsonrpc": host_abi::jsonrpc::VERSION, "id": id, "result": result }).to_string())
+                    Message::ok(answer::response_text(&id, &rmcp::model::ServerResult::from(CallToolResponse::from(result))))
                 }
                 Ok(Outcome::InputRequired(input)) => Message::input_required(&id, input),
                 // No response for a session's cancelled request (see `Message::none`).
