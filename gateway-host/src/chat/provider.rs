@@ -1,11 +1,10 @@
 //! The agent's LLM: any OpenAI-compatible Chat Completions endpoint (SPEC R34) — Ollama, vLLM,
-//! llama.cpp's server, OpenAI — asked with `stream: true`, its server-sent events read with a
-//! maintained SSE parser (`eventsource-stream`), text deltas handed out as they come and tool
-//! calls assembled from their streamed pieces.
+//! llama.cpp's server, OpenAI — asked with `stream: true`, its server-sent events read with the
+//! SSE parser rmcp uses (`sse-stream`, linear in the stream whatever its chunks), text deltas
+//! handed out as they come and tool calls assembled from their streamed pieces.
 
 use std::time::Duration;
 
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
@@ -199,16 +198,17 @@ enum BodyError<E> {
 }
 
 /// The body's chunks, ending with [`BodyError::TooLarge`] once they pass [`MAX_STREAM_BYTES`]:
-/// the SSE parser buffers an event until its blank line, so this bounds each line and event too.
-fn bounded<S, B, E>(body: S) -> impl futures::Stream<Item = Result<B, BodyError<E>>>
+/// the SSE parser buffers a line and an event until they end, so this bounds each line and event
+/// too.
+fn bounded<S, B, E>(body: S) -> impl futures::Stream<Item = Result<bytes::Bytes, BodyError<E>>>
 where
     S: futures::Stream<Item = Result<B, E>>,
-    B: AsRef<[u8]>,
+    B: Into<bytes::Bytes>,
 {
     let mut total = 0usize;
     body.map(move |chunk| {
-        let chunk = chunk.map_err(BodyError::Transport)?;
-        total = total.saturating_add(chunk.as_ref().len());
+        let chunk: bytes::Bytes = chunk.map_err(BodyError::Transport)?.into();
+        total = total.saturating_add(chunk.len());
         if total > MAX_STREAM_BYTES {
             return Err(BodyError::TooLarge);
         }
@@ -220,27 +220,37 @@ where
 /// a [`Completion`], handing each text delta to `on_text` as it arrives. Everything the provider
 /// sends is bounded ([`MAX_STREAM_BYTES`], [`MAX_TOOL_CALLS`]) and every problem is a
 /// [`ProviderError::Malformed`] naming it; what was read is dropped with the error.
+///
+/// The reading is linear in the body, however the provider cuts it: the parser it replaced
+/// searched its whole buffer again after every chunk and copied the rest after every line, so a
+/// 2 MB line in 1 KiB chunks held the host's worker for 1.9 s and 1 MB of comment lines for 4 s
+/// (and 16 MB, the bound, for minutes): `reads_in_linear_time_however_the_stream_is_cut`.
 pub async fn read_completion<S, B, E>(body: S, mut on_text: impl FnMut(&str)) -> Result<Completion, ProviderError>
 where
     S: futures::Stream<Item = Result<B, E>>,
-    B: AsRef<[u8]>,
-    E: std::fmt::Display,
+    B: Into<bytes::Bytes>,
+    E: std::error::Error + Send + Sync + 'static,
 {
-    let events = bounded(body).eventsource();
+    let events = sse_stream::SseStream::from_bytes_stream(bounded(body));
     futures::pin_mut!(events);
     let mut completion = Completion::default();
     let mut finished = false;
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| match e {
-            eventsource_stream::EventStreamError::Transport(too_large @ BodyError::TooLarge) => ProviderError::Malformed(too_large.to_string()),
-            other => ProviderError::Malformed(other.to_string()),
+        let event = event.map_err(|e| {
+            ProviderError::Malformed(match e {
+                // The transport's failure or the bound, as they say it.
+                sse_stream::Error::Body(e) => e.to_string(),
+                other => format!("the event stream is not server-sent events ({other})"),
+            })
         })?;
-        if event.data.trim() == "[DONE]" {
+        // An event without data (only `event:`, `id:` or `retry:` lines) carries no chunk.
+        let Some(data) = event.data else { continue };
+        if data.trim() == "[DONE]" {
             finished = true;
             break;
         }
-        let chunk: Value = serde_json::from_str(&event.data)
-            .map_err(|e| ProviderError::Malformed(format!("a chunk is not JSON ({e}): {}", preview(&event.data))))?;
+        let chunk: Value =
+            serde_json::from_str(&data).map_err(|e| ProviderError::Malformed(format!("a chunk is not JSON ({e}): {}", preview(&data))))?;
         if let Some(error) = chunk.get("error") {
             return Err(ProviderError::Malformed(format!("the provider reported an error: {}", preview(&error.to_string()))));
         }
@@ -443,5 +453,48 @@ mod tests {
         let events: Vec<Value> = std::iter::once(call_piece(json!(0), "t", "")).chain(std::iter::repeat_n(piece, 300)).chain([finish()]).collect();
         let message = read(&events, 1 << 20).unwrap_err().to_string();
         assert!(message.contains(&MAX_STREAM_BYTES.to_string()), "{message}");
+    }
+
+    /// `body` cut into `piece`-byte chunks, read as a provider's answer.
+    fn read_raw(body: &[u8], piece: usize) -> Result<Completion, ProviderError> {
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> = body.chunks(piece).map(|c| Ok(c.to_vec())).collect();
+        futures::executor::block_on(read_completion(futures::stream::iter(chunks), |_| {}))
+    }
+
+    #[test]
+    fn the_event_stream_is_read_as_the_sse_format_has_it() {
+        let text = |t: &str| json!({ "choices": [{ "index": 0, "delta": { "content": t } }] });
+        // CRLF and CR line ends, comments, `event:`/`id:`/`retry:` lines, data without a space,
+        // an event of two data lines (joined by a newline: here inside a JSON string's spacing).
+        let body = format!(
+            ": keep-alive\r\n\r\nevent: message\r\nid: 1\r\nretry: 10\r\ndata: {}\r\n\r\ndata:{}\r\r\ndata: {{\"choices\": [{{\"index\": 0,\ndata: \"delta\": {{}}, \"finish_reason\": \"stop\"}}]}}\n\nevent: ping\n\ndata: [DONE]\n\n",
+            text("Hel"),
+            text("lo")
+        );
+        for piece in [1, 2, 7, body.len()] {
+            let completion = read_raw(body.as_bytes(), piece).unwrap_or_else(|e| panic!("pieces of {piece}: {e}"));
+            assert_eq!(completion.text, "Hello", "pieces of {piece}");
+        }
+        // What is no event stream is named as such, not taken for an unfinished answer.
+        let message = read_raw(b"{\"error\": {\"message\": \"no such model\"}}\n", 64).unwrap_err().to_string();
+        assert!(message.contains("not server-sent events"), "{message}");
+    }
+
+    /// Lines and events as a provider may cut them, at sizes where reading the buffer again for
+    /// every chunk or copying it for every line (the parser before) takes half a minute to
+    /// minutes: each finishes at once now (a test that would hang before, not a timed one).
+    #[test]
+    fn reads_in_linear_time_however_the_stream_is_cut() {
+        let done = b"\n\ndata: {\"choices\": [{\"index\": 0, \"delta\": {}, \"finish_reason\": \"stop\"}]}\n\ndata: [DONE]\n\n";
+        // A comment line of 8 MB, in 1 KiB chunks.
+        let mut long_line = b":".to_vec();
+        long_line.extend(std::iter::repeat_n(b'x', 8 << 20));
+        long_line.extend_from_slice(done);
+        assert!(read_raw(&long_line, 1024).is_ok());
+        // 12 MB of comment lines, in one chunk and in 64 KiB chunks.
+        let mut comments = b":c\n".repeat(4 << 20);
+        comments.extend_from_slice(done);
+        assert!(read_raw(&comments, comments.len()).is_ok());
+        assert!(read_raw(&comments, 64 << 10).is_ok());
     }
 }
