@@ -1,7 +1,7 @@
 //! Reload on manifest changes (SPEC R21): a file watcher on the discovery paths, debounced, that
 //! triggers the same reload an admin call does.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -10,6 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::runtime::executor::Tasks;
+use crate::apps::discovery::{SKIPPED_DIR_NAMES, VENV_MARKER};
 use crate::apps::manifest::MANIFEST_FILE_NAME;
 
 /// Quiet period after the last change before reloading: editors write files in several steps.
@@ -41,17 +42,44 @@ pub async fn follow(follower: &Follow, paths: Vec<PathBuf>) {
 }
 
 /// Whether a file-system event may change what discovery finds: a manifest written, created or
-/// removed, or a folder created or removed (which may hold or have held manifests).
+/// removed, a folder created or removed (which may hold or have held manifests), or something
+/// renamed. Other files coming and going do not: an app's own data (a SQLite journal made and
+/// removed with every write), a `pip install` or `npm install` into an app's folder, would
+/// otherwise reload every half second while they last.
 fn is_relevant(event: &notify::Event) -> bool {
+    use notify::event::{CreateKind, ModifyKind, RemoveKind};
     use notify::EventKind;
     let touches_manifest =
         event.paths.iter().any(|p| p.file_name().is_some_and(|n| n == MANIFEST_FILE_NAME));
     match event.kind {
         EventKind::Access(_) => false,
+        _ if touches_manifest => true,
+        EventKind::Create(CreateKind::File) | EventKind::Remove(RemoveKind::File) => false,
         EventKind::Create(_) | EventKind::Remove(_) => true,
-        EventKind::Modify(notify::event::ModifyKind::Name(_)) => true,
-        _ => touches_manifest,
+        EventKind::Modify(ModifyKind::Name(_)) => true,
+        _ => false,
     }
+}
+
+/// Whether `path`, inside the watched folder `root`, lies in (or is) a folder discovery does not
+/// descend into (`discovery::SKIPPED_DIR_NAMES`, a Python virtual environment below the root):
+/// nothing that happens there changes what it finds.
+fn in_skipped_folder(root: &Path, path: &Path) -> bool {
+    let Ok(relative) = path.strip_prefix(root) else { return false };
+    let mut folder = root.to_path_buf();
+    let mut components = relative.components().peekable();
+    while let Some(component) = components.next() {
+        if component.as_os_str().to_str().is_some_and(|n| SKIPPED_DIR_NAMES.contains(&n)) {
+            return true;
+        }
+        folder.push(component);
+        // The last component is the event's own file or folder: a folder that was just made
+        // holds no marker yet, and the marker itself appearing is no manifest change.
+        if components.peek().is_some() && folder.join(VENV_MARKER).is_file() {
+            return true;
+        }
+    }
+    false
 }
 
 /// The discovery paths and how each is watched. A path that does not exist yet is waited for:
@@ -74,7 +102,7 @@ impl Paths {
         if matches!(event.kind, notify::EventKind::Access(_)) {
             return false;
         }
-        let inside = |p: &PathBuf| self.watched.iter().any(|w| p.starts_with(w));
+        let inside = |p: &PathBuf| self.watched.iter().any(|w| p.starts_with(w) && !in_skipped_folder(w, p));
         let on_the_way = |p: &PathBuf| self.waiting.iter().any(|w| w.starts_with(p));
         event.paths.iter().any(|p| (inside(p) && is_relevant(event)) || on_the_way(p))
     }
@@ -205,4 +233,60 @@ where
         }
     });
     Some(ManifestWatcher { _watcher: watcher, follow })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, DataChange, ModifyKind, RemoveKind, RenameMode};
+    use notify::{Event, EventKind};
+
+    fn event(kind: EventKind, path: &Path) -> Event {
+        Event::new(kind).add_path(path.to_path_buf())
+    }
+
+    /// What changes what discovery finds reloads; an app's own files, and whatever happens in
+    /// folders discovery does not descend into, do not.
+    #[test]
+    fn only_changes_discovery_can_see_concern_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("apps");
+        let app = root.join("grocery");
+        let venv = app.join(".venv");
+        std::fs::create_dir_all(venv.join("lib")).unwrap();
+        std::fs::write(venv.join(VENV_MARKER), "home = /usr/bin\n").unwrap();
+        let paths = Paths { watched: vec![root.clone()], ..Paths::default() };
+        let concerns = |kind: EventKind, path: &Path| paths.concerns(&event(kind, path));
+        let manifest = app.join(MANIFEST_FILE_NAME);
+
+        // A manifest, however it changes.
+        assert!(concerns(EventKind::Create(CreateKind::File), &manifest));
+        assert!(concerns(EventKind::Modify(ModifyKind::Data(DataChange::Any)), &manifest));
+        assert!(concerns(EventKind::Remove(RemoveKind::File), &manifest));
+        // Folders coming and going, renames, and events of an unknown kind.
+        assert!(concerns(EventKind::Create(CreateKind::Folder), &root.join("new-app")));
+        assert!(concerns(EventKind::Remove(RemoveKind::Folder), &app));
+        assert!(concerns(EventKind::Modify(ModifyKind::Name(RenameMode::Any)), &app.join("x")));
+        assert!(concerns(EventKind::Create(CreateKind::Any), &app.join("x")));
+        // An app's own files: its data, a journal made and removed with every write.
+        assert!(!concerns(EventKind::Create(CreateKind::File), &app.join("data.db-journal")));
+        assert!(!concerns(EventKind::Remove(RemoveKind::File), &app.join("data.db-journal")));
+        assert!(!concerns(EventKind::Modify(ModifyKind::Data(DataChange::Any)), &app.join("data.db")));
+        assert!(!concerns(EventKind::Access(notify::event::AccessKind::Any), &manifest));
+        // Inside a virtual environment, `node_modules`, `.git`, `__pycache__`: nothing, manifests
+        // and folders included (discovery does not look there).
+        assert!(!concerns(EventKind::Create(CreateKind::Folder), &venv.join("lib/site-packages")));
+        assert!(!concerns(EventKind::Create(CreateKind::File), &venv.join("lib").join(MANIFEST_FILE_NAME)));
+        assert!(!concerns(EventKind::Create(CreateKind::Folder), &app.join("node_modules")));
+        assert!(!concerns(EventKind::Create(CreateKind::Folder), &app.join("node_modules/pkg")));
+        assert!(!concerns(EventKind::Create(CreateKind::File), &app.join("node_modules/pkg").join(MANIFEST_FILE_NAME)));
+        assert!(!concerns(EventKind::Create(CreateKind::Folder), &app.join("__pycache__")));
+        // The virtual environment's own folder appearing is a folder like any other (its marker
+        // is not there yet); the root itself is never skipped.
+        assert!(concerns(EventKind::Create(CreateKind::Folder), &venv));
+        let rooted = Paths { watched: vec![venv.clone()], ..Paths::default() };
+        assert!(rooted.concerns(&event(EventKind::Create(CreateKind::File), &venv.join(MANIFEST_FILE_NAME))));
+        // Outside the watched folders: nothing.
+        assert!(!concerns(EventKind::Create(CreateKind::File), &dir.path().join(MANIFEST_FILE_NAME)));
+    }
 }
