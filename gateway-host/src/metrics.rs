@@ -605,12 +605,14 @@ mod tests {
             kind: EventKind::AppStateChanged,
             app_id: app.to_string(),
             payload: serde_json::json!({ "from": "loaded", "to": "running", "lastError": null }),
+            seq: 1,
         };
         metrics.observe(&running("echo"));
         metrics.observe(&HostEvent {
             kind: EventKind::AppStateChanged,
             app_id: "echo".into(),
             payload: serde_json::json!({ "from": "running", "to": "failed" }),
+            seq: 2,
         });
         assert!(!encoded(&metrics).contains(r#"gateway_app_restarts_total{app="echo"}"#));
         metrics.observe(&running("echo"));

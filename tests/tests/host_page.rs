@@ -248,14 +248,25 @@ fn host_page_sandbox_and_events_on_an_open_gateway() {
     assert_eq!(t["state"], "running");
     assert_eq!(first, health["apps"].as_array().unwrap().clone());
 
-    // A new app (picked up by the manifest watcher) is sent without asking.
+    // A new app (picked up by the manifest watcher) is sent without asking, to every stream open
+    // (they share the module's listing of a burst), each with its own `Host`'s URLs.
+    let mut more: Vec<(Events, String)> = (0..6).map(|_| (Events::open(stream_client.get(gw.url("/apps/events"))), gw.url("/apps/mcp/u"))).collect();
+    let by_name = gw.url("/apps/events").replace("127.0.0.1", "localhost");
+    more.push((Events::open(stream_client.get(&by_name)), gw.url("/apps/mcp/u").replace("127.0.0.1", "localhost")));
+    for (stream, _) in more.iter_mut() {
+        stream.next_apps();
+    }
     write_manifest(&apps, "u", &stdio_app("u", &[]));
-    loop {
-        let list = events.next_apps();
-        if list.iter().any(|a| a["id"] == "u" && a["state"] == "running") {
-            break;
+    for (stream, mcp) in std::iter::once((&mut events, gw.url("/apps/mcp/u"))).chain(more.iter_mut().map(|(s, m)| (s, m.clone()))) {
+        loop {
+            let list = stream.next_apps();
+            if let Some(u) = list.iter().find(|a| a["id"] == "u" && a["state"] == "running") {
+                assert_eq!(u["mcp"], json!(mcp), "{u}");
+                break;
+            }
         }
     }
+    drop(more);
 
     // Shutdown ends the stream cleanly (the final chunk arrives) instead of holding the stop up.
     let mut events = Events::open(client(Duration::from_secs(30)).get(gw.url("/apps/events")));

@@ -87,8 +87,12 @@ pub struct AppListing {
 
 /// Builds the [`AppListing`] for a request (its `Host` decides the absolute URLs).
 pub async fn app_listing(state: &GatewayState, headers: &HeaderMap) -> Result<AppListing, AbiError> {
-    let listed = state.module.list_apps().await?;
-    let apps = crate::module::host::mcp_apps_json(&listed);
+    Ok(listing_of(state, headers, &state.module.list_apps().await?))
+}
+
+/// The [`AppListing`] of the module's apps `listed`, for a request.
+pub fn listing_of(state: &GatewayState, headers: &HeaderMap, listed: &[AppDescriptor]) -> AppListing {
+    let apps = crate::module::host::mcp_apps_json(listed);
     let base = base_url(state, headers);
     let mcp_url = |id: &str| format!("{base}/apps/mcp/{}", encode_segment(id));
     let running = |a: &&AppDescriptor| a.state() == AppState::Running;
@@ -103,7 +107,7 @@ pub async fn app_listing(state: &GatewayState, headers: &HeaderMap) -> Result<Ap
             entry
         })
         .collect();
-    Ok(AppListing { apps: list, featured_mcp: featured.map(|a| mcp_url(a.id.as_str())) })
+    AppListing { apps: list, featured_mcp: featured.map(|a| mcp_url(a.id.as_str())) }
 }
 
 /// `http://host:port` without a trailing slash.

@@ -93,8 +93,46 @@ pub async fn events(
     headers: HeaderMap,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     // Subscribe before the first listing so no change between the two is missed.
-    let feed = Feed { events: state.module.subscribe(), state, headers, last: None };
+    let feed = Feed { events: state.module.subscribe(), state, headers, last: None, seen: FRESH };
     Sse::new(futures::stream::unfold(feed, Feed::next)).keep_alive(KeepAlive::default())
+}
+
+/// A stream's first listing is its own (nothing it could share says more than now).
+const FRESH: u64 = u64::MAX;
+
+/// One module listing for the `/apps/events` streams that a burst of module events wakes: every
+/// open stream wakes after the same burst, and each listing the apps itself made the work of a
+/// burst grow with the streams open (a listing crosses into the module and copies every app).
+pub struct SharedListing<T> {
+    /// The last listing and how many events the host had heard when it was taken.
+    last: tokio::sync::Mutex<Option<(u64, Arc<T>)>>,
+}
+
+impl<T> Default for SharedListing<T> {
+    fn default() -> Self {
+        SharedListing { last: tokio::sync::Mutex::new(None) }
+    }
+}
+
+impl<T> SharedListing<T> {
+    /// A listing that reflects every event up to `seen`: the last one, if it was taken after the
+    /// host had heard them, or a new one — taken once for the callers waiting meanwhile. `heard`
+    /// says how many events the host has heard; it is read just before listing.
+    pub async fn at_least<E, Fut>(&self, seen: u64, heard: impl FnOnce() -> u64, list: impl FnOnce() -> Fut) -> Result<Arc<T>, E>
+    where
+        Fut: std::future::Future<Output = Result<T, E>>,
+    {
+        let mut last = self.last.lock().await;
+        if let Some((taken_after, listing)) = last.as_ref() {
+            if seen != FRESH && *taken_after >= seen {
+                return Ok(listing.clone());
+            }
+        }
+        let taken_after = heard();
+        let listing = Arc::new(list().await?);
+        *last = Some((taken_after, listing.clone()));
+        Ok(listing)
+    }
 }
 
 /// The state of one `/apps/events` stream.
@@ -105,6 +143,8 @@ struct Feed {
     events: Receiver<HostEvent>,
     /// The data of the last event sent (`None` before the first).
     last: Option<String>,
+    /// The newest module event (its `seq`) the next listing must reflect; [`FRESH`] for the first.
+    seen: u64,
 }
 
 impl Feed {
@@ -114,25 +154,37 @@ impl Feed {
             if self.last.is_some() {
                 tokio::select! {
                     _ = shutdown.cancelled() => return None,
-                    received = self.events.recv() => {
-                        if let Err(RecvError::Closed) = received {
-                            return None;
-                        }
+                    received = self.events.recv() => match received {
+                        Ok(event) => self.seen = self.seen.max(event.seq),
+                        // Events were dropped: a listing from after now covers them.
+                        Err(RecvError::Lagged(_)) => self.seen = self.state.module.events_heard(),
+                        Err(RecvError::Closed) => return None,
                     }
                 }
                 tokio::select! {
                     _ = shutdown.cancelled() => return None,
                     _ = tokio::time::sleep(COALESCE) => {}
                 }
-                // Drain the burst; a lag only means more of it was dropped.
-                while let Ok(_) | Err(TryRecvError::Lagged(_)) = self.events.try_recv() {}
+                // Drain the burst.
+                loop {
+                    match self.events.try_recv() {
+                        Ok(event) => self.seen = self.seen.max(event.seq),
+                        Err(TryRecvError::Lagged(_)) => self.seen = self.state.module.events_heard(),
+                        Err(_) => break,
+                    }
+                }
             }
-            let listing = tokio::select! {
+            let module = &self.state.module;
+            let listed = tokio::select! {
                 _ = shutdown.cancelled() => return None,
-                listing = super::health::app_listing(&self.state, &self.headers) => listing,
+                listed = self.state.app_listings.at_least(self.seen, || module.events_heard(), || module.list_apps()) => listed,
             };
-            let apps = match listing {
-                Ok(listing) => listing.apps,
+            let apps = match listed {
+                Ok(listed) => {
+                    // What the next listing must reflect is what the next burst brings.
+                    self.seen = 0;
+                    super::health::listing_of(&self.state, &self.headers, &listed).apps
+                }
                 Err(e) => {
                     tracing::warn!("/apps/events: listing the apps failed ({e}); retrying on the next module event");
                     // Mark the stream as started so the next round waits for an event.
@@ -153,6 +205,42 @@ impl Feed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Streams woken by the same events share one listing; a stream that saw a newer event, or
+    /// one that just connected, gets a listing taken after it.
+    #[test]
+    fn a_listing_is_shared_by_the_streams_whose_events_it_reflects() {
+        let shared = SharedListing::<u64>::default();
+        let listings = std::cell::Cell::new(0u64);
+        let heard = std::cell::Cell::new(3u64);
+        let list = || async {
+            listings.set(listings.get() + 1);
+            // Another task runs while this one lists (the module answers on its own time).
+            tokio::task::yield_now().await;
+            Ok::<u64, ()>(listings.get())
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            // Three streams woken by events up to 3, at once: one listing.
+            let (a, b, c) = tokio::join!(
+                shared.at_least(3, || heard.get(), list),
+                shared.at_least(2, || heard.get(), list),
+                shared.at_least(3, || heard.get(), list),
+            );
+            assert_eq!((*a.unwrap(), *b.unwrap(), *c.unwrap(), listings.get()), (1, 1, 1, 1));
+            // Event 4: a stream that saw it lists again; one that saw only older ones does not.
+            heard.set(4);
+            assert_eq!(*shared.at_least(4, || heard.get(), list).await.unwrap(), 2);
+            assert_eq!(*shared.at_least(3, || heard.get(), list).await.unwrap(), 2);
+            // A stream's first listing is always its own, and is shared afterwards.
+            assert_eq!(*shared.at_least(FRESH, || heard.get(), list).await.unwrap(), 3);
+            assert_eq!(*shared.at_least(4, || heard.get(), list).await.unwrap(), 3);
+            // A failed listing is not kept.
+            heard.set(5);
+            assert!(shared.at_least(5, || heard.get(), || async { Err::<u64, ()>(()) }).await.is_err());
+            assert_eq!(*shared.at_least(5, || heard.get(), list).await.unwrap(), 4);
+        });
+    }
 
     #[test]
     fn page_policy_frames_only_the_sandbox() {

@@ -78,6 +78,8 @@ pub struct GatewayState {
     resource_holds: Arc<mcp::resource_holds::ResourceHolds>,
     /// This replica among those sharing its session store (`None`: alone, or no cluster secret).
     pub replicas: Option<Arc<replicas::Replicas>>,
+    /// The module's apps as the `/apps/events` streams last listed them, shared between them.
+    pub app_listings: host_page::SharedListing<Vec<host_abi::AppDescriptor>>,
 }
 
 impl GatewayState {
@@ -137,6 +139,7 @@ impl GatewayState {
             store_health,
             resource_holds,
             replicas,
+            app_listings: Default::default(),
         })
     }
 }

@@ -29,11 +29,34 @@ pub struct HostEvent {
     pub kind: host_abi::EventKind,
     pub app_id: String,
     pub payload: Value,
+    /// The event's place among those the host heard, from 1 ([`ModuleHost::events_heard`]).
+    pub seq: u64,
+}
+
+/// Where the module's events go out to the host's subscribers, numbered in the order heard: a
+/// view that reads the module after [`Events::heard`] said `n` reflects every event up to `n`
+/// (the module changes its state before it reports the change).
+#[derive(Clone)]
+struct Events {
+    sender: broadcast::Sender<HostEvent>,
+    heard: Arc<AtomicU64>,
+}
+
+impl Events {
+    fn new() -> Events {
+        Events { sender: broadcast::channel(1024).0, heard: Arc::new(AtomicU64::new(0)) }
+    }
+
+    /// No receivers is normal (nobody listening yet); never blocks the module's thread.
+    fn send(&self, kind: host_abi::EventKind, app_id: String, payload: Value) {
+        let seq = self.heard.fetch_add(1, Ordering::SeqCst) + 1;
+        let _ = self.sender.send(HostEvent { kind, app_id, payload, seq });
+    }
 }
 
 /// Receives the module's logs and events. Called on module threads: never blocks.
 struct GatewaySink {
-    events: broadcast::Sender<HostEvent>,
+    events: Events,
     /// Events of relayed calls go to the one call waiting for them, not to every subscriber.
     relays: Arc<RelayRoutes>,
     /// Sends the module's requests to HTTP apps (`http_post`); `None` without a host runtime to
@@ -77,8 +100,7 @@ impl HostSink for GatewaySink {
         if self.relays.dispatch(kind, &payload) {
             return;
         }
-        // No receivers is normal (nobody listening yet); never block the module's thread.
-        let _ = self.events.send(HostEvent { kind, app_id: event.app_id.into_string(), payload });
+        self.events.send(kind, event.app_id.into_string(), payload);
     }
 
     /// Without a client (see [`ModuleHost::create`]) this answers as a host lacking the method
@@ -198,7 +220,7 @@ pub struct ModuleHost {
     /// Calls in flight that wait for a client to come back with answers (a 2026-07-28 client's
     /// `input_required` round): work nobody is doing, which a shutdown does not wait for.
     waiting_on_client: parking_lot::Mutex<HashSet<u64>>,
-    events: broadcast::Sender<HostEvent>,
+    events: Events,
     relays: Arc<RelayRoutes>,
     /// The client every instance's `http_post` sends with (so a swap keeps its connections).
     http: Option<AppHttp>,
@@ -256,7 +278,7 @@ impl ModuleHost {
     /// Creates the module's instance from the effective configuration.
     /// Libraries are never unloaded, so the module's root (a `'static` reference) outlives this.
     pub fn create(loaded: LoadedModule, config: ModuleConfig) -> Result<Arc<ModuleHost>, AbiError> {
-        let (events, _) = broadcast::channel(1024);
+        let events = Events::new();
         let relays = Arc::new(RelayRoutes::default());
         let summary = loaded.summary();
         // Created on the host's runtime (see `serve::create_module`); without it the module
@@ -301,7 +323,12 @@ impl ModuleHost {
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<HostEvent> {
-        self.events.subscribe()
+        self.events.sender.subscribe()
+    }
+
+    /// How many events the host has heard so far: the `seq` of the last one.
+    pub fn events_heard(&self) -> u64 {
+        self.events.heard.load(Ordering::SeqCst)
     }
 
     /// Follows the module's events for a view of the apps kept on the host's side (the tool
@@ -557,7 +584,7 @@ impl ModuleHost {
         drop(exclusive);
         tracing::info!("Module swap: now serving {} {}", fresh.summary.name, fresh.summary.version);
         // Everything the registry knew came from the old module.
-        let _ = self.events.send(HostEvent { kind: host_abi::EventKind::ToolsChanged, app_id: String::new(), payload: Value::Null });
+        self.events.send(host_abi::EventKind::ToolsChanged, String::new(), Value::Null);
         Ok(cancelled)
     }
 
@@ -584,7 +611,7 @@ impl Drop for Tracked<'_> {
 fn new_instance(
     loaded: &LoadedModule,
     config: ModuleConfig,
-    events: &broadcast::Sender<HostEvent>,
+    events: &Events,
     relays: &Arc<RelayRoutes>,
     http: &Option<AppHttp>,
 ) -> Result<ModuleInstanceBox, AbiError> {
