@@ -41,6 +41,11 @@ use crate::apps::policy::{AppPolicy, PolicyDecision};
 
 /// Folder names never descended into (see the module docs).
 pub const SKIPPED_DIR_NAMES: &[&str] = &["node_modules", ".git", "__pycache__"];
+
+/// Whether a folder named `name` is never descended into ([`SKIPPED_DIR_NAMES`]).
+pub fn is_skipped_name(name: &std::ffi::OsStr) -> bool {
+    name.to_str().is_some_and(|n| SKIPPED_DIR_NAMES.contains(&n))
+}
 /// The file that marks a Python virtual environment (PEP 405): a folder holding it is not
 /// descended into, whatever its name (`.venv`, `venv`, `env`).
 pub const VENV_MARKER: &str = "pyvenv.cfg";
@@ -487,8 +492,7 @@ impl Walker<'_> {
             return;
         }
         for (name, path, kind) in &listing.entries {
-            let skipped_name = name.to_str().is_some_and(|n| SKIPPED_DIR_NAMES.contains(&n));
-            if *kind == EntryKind::Dir && !skipped_name {
+            if *kind == EntryKind::Dir && !is_skipped_name(name) {
                 self.walk_dir(path, depth + 1);
             }
         }

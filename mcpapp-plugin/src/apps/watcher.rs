@@ -10,7 +10,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::runtime::executor::Tasks;
-use crate::apps::discovery::{SKIPPED_DIR_NAMES, VENV_MARKER};
+use crate::apps::discovery::{is_skipped_name, VENV_MARKER};
 use crate::apps::manifest::MANIFEST_FILE_NAME;
 
 /// Quiet period after the last change before reloading: editors write files in several steps.
@@ -62,14 +62,14 @@ fn is_relevant(event: &notify::Event) -> bool {
 }
 
 /// Whether `path`, inside the watched folder `root`, lies in (or is) a folder discovery does not
-/// descend into (`discovery::SKIPPED_DIR_NAMES`, a Python virtual environment below the root):
+/// descend into (`discovery::is_skipped_name`, a Python virtual environment below the root):
 /// nothing that happens there changes what it finds.
 fn in_skipped_folder(root: &Path, path: &Path) -> bool {
     let Ok(relative) = path.strip_prefix(root) else { return false };
     let mut folder = root.to_path_buf();
     let mut components = relative.components().peekable();
     while let Some(component) = components.next() {
-        if component.as_os_str().to_str().is_some_and(|n| SKIPPED_DIR_NAMES.contains(&n)) {
+        if is_skipped_name(component.as_os_str()) {
             return true;
         }
         folder.push(component);
@@ -102,9 +102,12 @@ impl Paths {
         if matches!(event.kind, notify::EventKind::Access(_)) {
             return false;
         }
+        // The kind first: it rules out most events (a flood of files an install writes) without
+        // the file-system checks of `in_skipped_folder`.
+        let relevant = is_relevant(event);
         let inside = |p: &PathBuf| self.watched.iter().any(|w| p.starts_with(w) && !in_skipped_folder(w, p));
         let on_the_way = |p: &PathBuf| self.waiting.iter().any(|w| w.starts_with(p));
-        event.paths.iter().any(|p| (inside(p) && is_relevant(event)) || on_the_way(p))
+        event.paths.iter().any(|p| (relevant && inside(p)) || on_the_way(p))
     }
 
     /// Watches the paths that exist and were not watched yet, and the nearest existing ancestor

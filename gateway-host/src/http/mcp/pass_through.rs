@@ -236,7 +236,7 @@ impl Message {
 
     /// The revision's `input_required` result (the call waits, parked, for the retry).
     pub fn input_required(id: &Value, input: rmcp::model::InputRequiredResult) -> Message {
-        Message::ok(json!({ "jsonrpc": jsonrpc::VERSION, "id": id, "result": input }).to_string())
+        Message::ok(super::answer::response_text(id, &input))
     }
 
     fn of(message: &ServerJsonRpcMessage, status: StatusCode) -> Message {
