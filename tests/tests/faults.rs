@@ -129,6 +129,16 @@ fn stop_and_check_no_process_left(mut gw: GatewayProcess, dir: &Path, pids: &[(S
     );
 }
 
+/// A process this test started, killed when the test ends, whether it passes or fails.
+struct KillOnDrop<'a>(&'a mut std::process::Child);
+
+impl Drop for KillOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn with(mut manifest: Value, extra: Value) -> Value {
     for (k, v) in extra.as_object().unwrap() {
         manifest[k] = v.clone();
@@ -627,13 +637,6 @@ fn an_http_app_that_moves_to_another_port() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    struct KillOnDrop<'a>(&'a mut std::process::Child);
-    impl Drop for KillOnDrop<'_> {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let external = KillOnDrop(&mut external);
     let read_port = |path: &Path| -> u16 {
         let mut port = 0;
@@ -737,6 +740,7 @@ fn a_launched_http_app_is_not_confused_with_another_process_on_its_port() {
         port != 0
     }));
     let squatter_pid = squatter.id() as i32;
+    let _squatter = KillOnDrop(&mut squatter);
     // SAFETY: a signal to the child this test started and still owns.
     assert_eq!(unsafe { libc::kill(squatter_pid, libc::SIGSTOP) }, 0);
 
@@ -765,7 +769,4 @@ fn a_launched_http_app_is_not_confused_with_another_process_on_its_port() {
     assert_eq!(status, 200, "{tools}");
     assert!(!tools.to_string().contains("late."), "the other program's tools pass for the app's: {tools}");
     assert_serves(&gw, "healthy", "meanwhile");
-    drop(gw);
-    let _ = squatter.kill();
-    let _ = squatter.wait();
 }
