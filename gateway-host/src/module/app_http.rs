@@ -139,8 +139,7 @@ impl AppHttp {
             let endpoint = http.endpoint(post.url.as_str())?;
             let mut headers = HeaderMap::with_capacity(post.headers.len());
             for Tuple2(name, value) in post.headers {
-                let name =
-                    HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid(format!("'{name}' is not a valid header name")))?;
+                let name = header_name(name.as_str()).map_err(|_| invalid(format!("'{name}' is not a valid header name")))?;
                 let value =
                     HeaderValue::from_bytes(&value).map_err(|_| invalid(format!("the value of header '{name}' is not valid")))?;
                 headers.append(name, value);
@@ -169,6 +168,16 @@ impl AppHttp {
             };
             Ok(HttpAnswer { status: status.as_u16(), content_type, body })
         })
+    }
+}
+
+/// A header's name. MCP's own are on every request to an app and are no standard names, which
+/// `HeaderName` would copy each time: they are taken as the constants they are.
+fn header_name(name: &str) -> Result<HeaderName, hyper::http::header::InvalidHeaderName> {
+    const MCP: [&str; 4] = ["mcp-session-id", "mcp-protocol-version", "mcp-method", "mcp-name"];
+    match MCP.iter().find(|known| known.eq_ignore_ascii_case(name)) {
+        Some(known) => Ok(HeaderName::from_static(known)),
+        None => HeaderName::from_bytes(name.as_bytes()),
     }
 }
 

@@ -7,6 +7,7 @@
 //! - When a session is lost, `closing` fires first, so calls in flight end at once with an error
 //!   instead of waiting for their timeout (SPEC R17).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -29,6 +30,7 @@ use crate::runtime::faults::{Faults, Site};
 use crate::runtime::executor::Tasks;
 use crate::apps::install_state::{AppState, InstallState};
 use crate::apps::manifest::{Manifest, Transport};
+use crate::upstream::app_result::AppResult;
 use crate::upstream::catalog::{self, Catalog};
 use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
@@ -628,7 +630,7 @@ impl AppServer {
         params: Option<Value>,
         cancel: &CancellationToken,
         relay: Option<&CallRelay>,
-    ) -> Result<Value, CallError> {
+    ) -> Result<AppResult, CallError> {
         // Cancelled before it started (the host cancelled, or dropped the call, while its task
         // was still on its way): the app is never asked.
         if cancel.is_cancelled() {
@@ -637,7 +639,7 @@ impl AppServer {
         }
         let live = self.live().ok_or_else(|| CallError::NotRunning { app: self.key.clone(), state: self.state() })?;
         if let ("resources/subscribe" | "resources/unsubscribe", Some(listener)) = (method, live.listener.as_ref()) {
-            return self.listen_for_resource(&live, listener, method, params.as_ref()).await;
+            return self.listen_for_resource(&live, listener, method, params.as_ref()).await.map(AppResult::Tree);
         }
         let mut params = params;
         let binds_headers = method == "tools/call" && {
@@ -646,7 +648,7 @@ impl AppServer {
         };
         for _round in 0..MAX_INPUT_ROUNDS {
             let result = tokio::select! {
-                r = live.session.send(method, params.clone(), None, Some(cancel), relay, binds_headers) => {
+                r = live.session.send(method, params.as_ref(), None, Some(cancel), relay, binds_headers) => {
                     r.map_err(|source| match source {
                         UpstreamError::Transport(_) if live.closing.is_cancelled() => {
                             CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }
@@ -657,11 +659,14 @@ impl AppServer {
                 }
                 _ = live.closing.cancelled() => return Err(CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }),
             };
-            match result.get("resultType").and_then(Value::as_str) {
+            let kind = result.result_type().map(Cow::into_owned);
+            let tree = |result: AppResult| result.into_value().map_err(|source| CallError::Upstream { app: self.key.clone(), source });
+            match kind.as_deref() {
                 Some("input_required") => {
-                    params = Some(self.answer_input_requests(method, params, &result, relay, cancel).await?)
+                    let asked = tree(result)?;
+                    params = Some(self.answer_input_requests(method, params, &asked, relay, cancel).await?)
                 }
-                Some("task") => return self.drive_task(&live, method, &result, relay, cancel).await,
+                Some("task") => return self.drive_task(&live, method, &tree(result)?, relay, cancel).await.map(AppResult::Tree),
                 _ => return Ok(result),
             }
         }
@@ -729,7 +734,7 @@ impl AppServer {
         let upstream = |source| CallError::Upstream { app: self.key.clone(), source };
         let mut answered = std::collections::HashSet::new();
         loop {
-            let task = live.session.send("tasks/get", Some(id.clone()), None, None, None, false).await.map_err(upstream)?;
+            let task = live.session.send("tasks/get", Some(&id), None, None, None, false).await.and_then(AppResult::into_value).map_err(upstream)?;
             match task.get("status").and_then(Value::as_str).unwrap_or_default() {
                 "completed" => return Ok(task.get("result").cloned().unwrap_or_else(|| json!({}))),
                 "failed" => {
@@ -757,7 +762,7 @@ impl AppServer {
                         };
                         answered.extend(fresh.keys().cloned());
                         let update = json!({ "taskId": task_id, "inputResponses": answers["inputResponses"] });
-                        live.session.send("tasks/update", Some(update), None, None, None, false).await.map_err(upstream)?;
+                        live.session.send("tasks/update", Some(&update), None, None, None, false).await.map_err(upstream)?;
                         continue;
                     }
                 }
@@ -775,7 +780,7 @@ impl AppServer {
     }
 
     async fn cancel_task(&self, live: &Live, id: &Value) {
-        if let Err(e) = live.session.send("tasks/cancel", Some(id.clone()), None, None, None, false).await {
+        if let Err(e) = live.session.send("tasks/cancel", Some(&id), None, None, None, false).await {
             tracing::debug!(app = %self.key, "cancelling the app's task {id} failed: {e}");
         }
     }

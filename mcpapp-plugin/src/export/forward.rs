@@ -92,7 +92,7 @@ pub async fn forward(
     let relay = relays.register(call_id, app_id, capabilities, meta, events);
     let params = params.map(Value::Object);
     match app.request(method, params, cancel, relay.as_ref().map(|r| &*r.call)).await {
-        Ok(result) => AppAnswer::Result(serde_json::to_string(&result).unwrap_or_default().into()),
+        Ok(result) => AppAnswer::Result(result.into_text().into()),
         Err(CallError::NotRunning { app, state }) => error(
             jsonrpc::APP_UNAVAILABLE,
             format!("McpApp '{app}' is not running ({})", unavailable(state)),

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 /// Which way the parsed text travels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,12 @@ pub fn parsed<T: DeserializeOwned>(direction: Direction, text: &str) -> Result<T
 
 /// [`parsed`] of bytes.
 pub fn parsed_slice<T: DeserializeOwned>(direction: Direction, bytes: &[u8]) -> Result<T, serde_json::Error> {
+    count(direction);
+    serde_json::from_slice(bytes)
+}
+
+/// [`parsed_slice`] into a type that borrows from `bytes`.
+pub fn parsed_borrowed<'a, T: Deserialize<'a>>(direction: Direction, bytes: &'a [u8]) -> Result<T, serde_json::Error> {
     count(direction);
     serde_json::from_slice(bytes)
 }

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::runtime::events::EventSink;
 use crate::runtime::executor::Tasks;
+use crate::upstream::app_result::AppResult;
 use crate::upstream::short_way::http::HttpShortWay;
 use crate::upstream::short_way::http_sender::HttpSender;
 use crate::upstream::error::UpstreamError;
@@ -205,7 +206,7 @@ impl Session {
 
     /// Sends one request and returns the raw JSON result, bounded by the request timeout.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, UpstreamError> {
-        self.send(method, params, None, None, None, false).await
+        self.send(method, params.as_ref(), None, None, None, false).await?.into_value()
     }
 
     pub async fn request_with_timeout(
@@ -214,7 +215,7 @@ impl Session {
         params: Option<Value>,
         timeout: Option<Duration>,
     ) -> Result<Value, UpstreamError> {
-        self.send(method, params, timeout, None, None, false).await
+        self.send(method, params.as_ref(), timeout, None, None, false).await?.into_value()
     }
 
     /// Sends one request for a caller: `cancel` ends it early and tells the app
@@ -225,15 +226,14 @@ impl Session {
     pub async fn send(
         &self,
         method: &str,
-        params: Option<Value>,
+        params: Option<&Value>,
         timeout: Option<Duration>,
         cancel: Option<&CancellationToken>,
         relay: Option<&CallRelay>,
         binds_headers: bool,
-    ) -> Result<Value, UpstreamError> {
+    ) -> Result<AppResult, UpstreamError> {
         let timeout = timeout.unwrap_or(self.request_timeout);
         let never = CancellationToken::new();
-        let mut params = params;
         if let (Some(short), "tools/call") = (&self.short_way, method) {
             let call = CallContext {
                 notifier: &self.notifier,
@@ -243,16 +243,15 @@ impl Session {
                 envelope: self.envelope.as_ref(),
                 binds_headers,
             };
-            match short.tools_call(params, call).await {
-                Relayed::Done(result) => return result,
-                Relayed::NotTaken(given_back) => params = given_back,
+            if let Relayed::Done(result) = short.tools_call(params, call).await {
+                return result;
             }
         }
         // A closing session sends nothing new: the answer would reach a loop that is ending.
         if self.is_closed() {
             return Err(UpstreamError::Transport("the session is closed".to_string()));
         }
-        let request = typed_request(method, params);
+        let request = typed_request(method, params.cloned());
         let options = PeerRequestOptions::with_timeout(timeout);
         let peer = &self.peer;
         let handle = peer
@@ -277,7 +276,7 @@ impl Session {
                 return Err(UpstreamError::Cancelled);
             }
         };
-        serde_json::to_value(&result).map_err(|e| UpstreamError::Invalid(format!("unserializable result: {e}")))
+        serde_json::to_value(&result).map(AppResult::Tree).map_err(|e| UpstreamError::Invalid(format!("unserializable result: {e}")))
     }
 
     /// All pages of a list method (`tools/list`, `resources/list`, …), as raw items. The tools as
@@ -308,7 +307,6 @@ impl Session {
     /// an initialize-era revision: the 2026-07-28 revision has no `execution`, and rmcp's HTTP
     /// transport learns the tools' `Mcp-Param-*` headers from the lists it sees. Else, rmcp's way.
     pub async fn request_as_sent(&self, method: &str, params: Option<Value>) -> Result<Value, UpstreamError> {
-        let mut params = params;
         if let (Some(short), None) = (&self.short_way, &self.envelope) {
             if self.is_closed() {
                 return Err(UpstreamError::Transport("the session is closed".to_string()));
@@ -322,9 +320,8 @@ impl Session {
                 envelope: self.envelope.as_ref(),
                 binds_headers: false,
             };
-            match short.request(method, params, call).await {
-                Relayed::Done(result) => return result,
-                Relayed::NotTaken(given_back) => params = given_back,
+            if let Relayed::Done(result) = short.request(method, params.as_ref(), call).await {
+                return result?.into_value();
             }
         }
         self.request(method, params).await

@@ -45,7 +45,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use host_abi::abi_stable::std_types::RSome;
@@ -255,9 +255,9 @@ impl Message {
 
     fn into_json(self) -> Response {
         if self.body.is_empty() {
-            return (self.status, [(header::CONTENT_TYPE, "text/event-stream")], "").into_response();
+            return (self.status, [(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"))], "").into_response();
         }
-        (self.status, [(header::CONTENT_TYPE, "application/json")], self.body).into_response()
+        (self.status, [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], self.body).into_response()
     }
 }
 

@@ -33,7 +33,8 @@ use serde_json::{json, Value};
 
 use crate::runtime::parse_count::{self, Direction};
 use crate::upstream::short_way::http_sender::{Answer, Body, HttpSender};
-use crate::upstream::short_way::message::{cancelled_notification, is_response_to, request_message, response_outcome, CallContext, Relayed};
+use crate::upstream::app_result::AppResult;
+use crate::upstream::short_way::message::{cancelled_notification, read_incoming, request_message, CallContext, Incoming, Relayed};
 use crate::upstream::error::UpstreamError;
 
 /// The headers rmcp adds per message (SEP-2243); the rest of what it sends is the session's.
@@ -194,7 +195,7 @@ impl HttpShortWay {
 
     /// Sends one request of `method` (a `tools/call`, see the module docs for what is taken, or
     /// a list, see [`super::ShortWay::request`]) with `params`.
-    pub async fn request(&self, method: &str, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+    pub async fn request(&self, method: &str, params: Option<&Value>, call: CallContext<'_>) -> Relayed {
         // An initialize-era session speaks with its id; a 2026-07-28 one without.
         let Some((session_id, mut headers)) = self
             .seen
@@ -203,23 +204,32 @@ impl HttpShortWay {
             .filter(|s| s.session_id.is_some() == call.envelope.is_none())
             .map(|s| (s.session_id.clone(), s.headers.clone()))
         else {
-            return Relayed::NotTaken(params);
+            return Relayed::NotTaken;
         };
         if call.envelope.is_some() && method != "tools/call" {
             // rmcp's way: its transport learns a 2026-07-28 app's tools from their lists (the
             // arguments it mirrors into Mcp-Param-* headers).
-            return Relayed::NotTaken(params);
+            return Relayed::NotTaken;
         }
         if call.envelope.is_some() {
-            let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str).and_then(|n| HeaderValue::from_str(n).ok());
+            let name = params.and_then(|p| p.get("name")).and_then(Value::as_str).and_then(|n| HeaderValue::from_str(n).ok());
             match name {
                 Some(name) if !call.binds_headers && is_plain_name(&name) => {
                     headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_static("tools/call"));
                     headers.insert(HeaderName::from_static("mcp-name"), name);
                 }
                 // rmcp's way encodes such a name, and writes the tool's Mcp-Param-* headers.
-                _ => return Relayed::NotTaken(params),
+                _ => return Relayed::NotTaken,
             }
+        }
+        // The headers of every POST of this exchange (the session's copy is the short way's).
+        headers.insert(http::header::ACCEPT, HeaderValue::from_static("text/event-stream, application/json"));
+        headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(id) = &session_id {
+            let Ok(id) = HeaderValue::from_str(id) else {
+                return Relayed::Done(Err(UpstreamError::Transport("the session id is not a valid header value".into())));
+            };
+            headers.insert(HeaderName::from_static("mcp-session-id"), id);
         }
         let session_id = session_id.as_deref();
         let id = format!("gw-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
@@ -247,29 +257,20 @@ impl HttpShortWay {
                 if seen.as_ref().is_some_and(|s| s.session_id.as_deref() == session_id) {
                     *seen = None;
                 }
-                let mut body = body;
-                Relayed::NotTaken(body.get_mut("params").map(Value::take))
+                Relayed::NotTaken
             }
         }
     }
 
-    /// POSTs `body` on the session, with its headers.
-    async fn post(&self, session_id: Option<&str>, headers: &HeaderMap, body: &Value) -> Result<Answer, String> {
-        let mut headers = headers.clone();
-        headers.insert(http::header::ACCEPT, HeaderValue::from_static("text/event-stream, application/json"));
-        headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(id) = session_id {
-            let id = HeaderValue::from_str(id).map_err(|_| "the session id is not a valid header value".to_string())?;
-            headers.insert(HeaderName::from_static("mcp-session-id"), id);
-        }
-        let body = serde_json::to_vec(body).map_err(|e| format!("cannot write the request: {e}"))?;
-        self.sender.post(&self.url, headers, &body, self.max_message_bytes).await
+    /// POSTs `body` (a message's text) with `headers`, those of the exchange it belongs to.
+    async fn post(&self, headers: &HeaderMap, body: &[u8]) -> Result<Answer, String> {
+        self.sender.post(&self.url, headers, body, self.max_message_bytes).await
     }
 
     /// The request and its answer, with whatever the app sends for it meanwhile.
-    async fn exchange(&self, session_id: Option<&str>, headers: &HeaderMap, id: &str, body: &Value, call: &CallContext<'_>) -> Exchange {
+    async fn exchange(&self, session_id: Option<&str>, headers: &HeaderMap, id: &str, body: &[u8], call: &CallContext<'_>) -> Exchange {
         let failed = |e: String| Exchange::Answer(Err(UpstreamError::Transport(e)));
-        let Answer { status, content_type, body: mut answer } = match self.post(session_id, headers, body).await {
+        let Answer { status, content_type, body: mut answer } = match self.post(headers, body).await {
             Ok(answer) => answer,
             Err(e) => return failed(e),
         };
@@ -285,11 +286,11 @@ impl HttpShortWay {
                 Ok(b) => b,
                 Err(e) => return failed(e),
             };
-            let message: Value = match parse_count::parsed_slice(Direction::Answer, &bytes) {
+            let message = match read_incoming(&bytes) {
                 Ok(m) => m,
                 Err(e) => return failed(format!("the app's answer is not JSON: {e}")),
             };
-            return match self.take(message, id, session_id, headers, call).await {
+            return match self.take(message, &bytes, id, headers, call).await {
                 Some(answer) => Exchange::Answer(answer),
                 None => failed("the app's JSON answer was not the response to the request".into()),
             };
@@ -302,11 +303,11 @@ impl HttpShortWay {
         loop {
             match events.next_data().await {
                 Ok(Some(data)) => {
-                    let Ok(message) = parse_count::parsed::<Value>(Direction::Answer, &data) else {
+                    let Ok(message) = read_incoming(data.as_bytes()) else {
                         tracing::debug!("skipping an event of the app's stream that is not JSON");
                         continue;
                     };
-                    if let Some(answer) = self.take(message, id, session_id, headers, call).await {
+                    if let Some(answer) = self.take(message, data.as_bytes(), id, headers, call).await {
                         // The rest of the stream is read to its end as the body is dropped
                         // (`http_sender.rs`), so that its connection is reused.
                         return Exchange::Answer(answer);
@@ -317,7 +318,7 @@ impl HttpShortWay {
                 Ok(None) => match (events.last_id.take(), resumed < MAX_RESUMES) {
                     (Some(last_id), true) => {
                         resumed += 1;
-                        match self.resume(session_id, headers, &last_id).await {
+                        match self.resume(headers, &last_id).await {
                             Ok(stream) => events = SseReader::new(stream, self.max_message_bytes),
                             Err(e) => return failed(format!("the app's response stream ended without the response ({e})")),
                         }
@@ -331,13 +332,16 @@ impl HttpShortWay {
 
     /// Re-opens an ended response stream after its event `last_id` (rare: sent by the module's
     /// own client).
-    async fn resume(&self, session_id: Option<&str>, headers: &HeaderMap, last_id: &str) -> Result<Body, String> {
-        let mut get = self.sender.own_client().get(self.url.clone()).headers(without_per_message(headers));
-        if let Some(id) = session_id {
-            get = get.header("mcp-session-id", id);
-        }
-        let response = get
-            .header(http::header::ACCEPT, "text/event-stream")
+    async fn resume(&self, headers: &HeaderMap, last_id: &str) -> Result<Body, String> {
+        // The exchange's headers carry the session id; a GET has no body, and asks for events.
+        let mut headers = without_per_message(headers);
+        headers.remove(http::header::CONTENT_TYPE);
+        headers.insert(http::header::ACCEPT, HeaderValue::from_static("text/event-stream"));
+        let response = self
+            .sender
+            .own_client()
+            .get(self.url.clone())
+            .headers(headers)
             .header("last-event-id", last_id)
             .send()
             .await
@@ -348,19 +352,24 @@ impl HttpShortWay {
         Ok(self.sender.own_answer(response).body)
     }
 
-    /// Handles one message of the app's answer: the response (returned), a notification, or a
-    /// question for the call's client.
+    /// Handles one message of the app's answer (`text`, read as `message`): the response
+    /// (returned), a notification, or a question for the call's client.
     async fn take(
         &self,
-        message: Value,
+        message: Incoming,
+        text: &[u8],
         id: &str,
-        session_id: Option<&str>,
         headers: &HeaderMap,
         call: &CallContext<'_>,
-    ) -> Option<Result<Value, UpstreamError>> {
-        if is_response_to(&message, id) {
-            return Some(response_outcome(message));
+    ) -> Option<Result<AppResult, UpstreamError>> {
+        match message {
+            Incoming::Response { id: answered, outcome } if answered == id => return Some(outcome),
+            // Another request's response: not this call's.
+            Incoming::Response { .. } => return None,
+            Incoming::Other => {}
         }
+        // A notification or a question (rare during a call): read whole.
+        let message: Value = parse_count::parsed_slice(Direction::Answer, text).ok()?;
         let method = message.get("method").and_then(Value::as_str).map(str::to_string)?;
         match message.get("id").cloned() {
             None => call.notifier.deliver_message(message),
@@ -371,7 +380,8 @@ impl HttpShortWay {
                     Ok(result) => json!({ "jsonrpc": "2.0", "id": request_id, "result": result }),
                     Err(error) => json!({ "jsonrpc": "2.0", "id": request_id, "error": error }),
                 };
-                if let Err(e) = self.post(session_id, &without_per_message(headers), &reply).await {
+                let reply = serde_json::to_vec(&reply).unwrap_or_default();
+                if let Err(e) = self.post(&without_per_message(headers), &reply).await {
                     tracing::debug!("could not answer the app's {method}: {e}");
                 }
             }
@@ -384,9 +394,11 @@ impl HttpShortWay {
     /// On a 2026-07-28 session there is nothing to tell: the request's own stream is the
     /// request, and it has been dropped (closing its connection), which is how rmcp cancels there.
     async fn tell_cancelled(&self, session_id: Option<&str>, headers: &HeaderMap, id: &str, reason: &str) {
-        let Some(session_id) = session_id else { return };
+        if session_id.is_none() {
+            return;
+        }
         let notification = cancelled_notification(id, reason);
-        let sent = tokio::time::timeout(Duration::from_secs(5), self.post(Some(session_id), &without_per_message(headers), &notification)).await;
+        let sent = tokio::time::timeout(Duration::from_secs(5), self.post(&without_per_message(headers), &notification)).await;
         if !matches!(sent, Ok(Ok(_))) {
             tracing::debug!("could not tell the app about a cancelled tools/call");
         }
@@ -410,7 +422,7 @@ fn without_per_message(headers: &HeaderMap) -> HeaderMap {
 const MAX_RESUMES: usize = 5;
 
 enum Exchange {
-    Answer(Result<Value, UpstreamError>),
+    Answer(Result<AppResult, UpstreamError>),
     SessionGone,
 }
 

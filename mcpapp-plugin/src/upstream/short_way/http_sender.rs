@@ -67,7 +67,7 @@ impl HttpSender {
     /// POSTs `body` to `url` with `headers`. The host reads a JSON answer whole, at most
     /// `max_body_bytes` of it (then it crosses the boundary once); anything else comes as it
     /// arrives.
-    pub async fn post(&self, url: &reqwest::Url, headers: HeaderMap, body: &[u8], max_body_bytes: usize) -> Result<Answer, String> {
+    pub async fn post(&self, url: &reqwest::Url, headers: &HeaderMap, body: &[u8], max_body_bytes: usize) -> Result<Answer, String> {
         if let Some(host) = &self.host {
             let post = HttpPost {
                 url: url.as_str().into(),
@@ -92,7 +92,7 @@ impl HttpSender {
                 RResult::RErr(e) => return Err(format!("cannot send the request: {}", e.message)),
             }
         }
-        let response = self.own.post(url.clone()).headers(headers).body(body.to_vec()).send().await;
+        let response = self.own.post(url.clone()).headers(headers.clone()).body(body.to_vec()).send().await;
         let response = response.map_err(|e| format!("cannot send the request: {e}"))?;
         Ok(self.own_answer(response))
     }
@@ -222,7 +222,7 @@ mod tests {
             assert!(!sender.runs_on_host());
             let url = reqwest::Url::parse(&server(sender_tasks, counted).await).unwrap();
             for round in 0..3 {
-                let mut answer = sender.post(&url, HeaderMap::new(), b"{}", 1 << 20).await.unwrap();
+                let mut answer = sender.post(&url, &HeaderMap::new(), b"{}", 1 << 20).await.unwrap();
                 assert_eq!((answer.status, answer.content_type.as_str()), (200, "text/event-stream"));
                 assert_eq!(answer.body.next_chunk().await.unwrap().unwrap(), b"data: 1\n\n");
                 if round == 2 {

@@ -40,13 +40,13 @@ pub enum ShortWay {
 
 impl ShortWay {
     /// Sends one `tools/call` with `params`, or gives it back for rmcp's way.
-    pub async fn tools_call(&self, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+    pub async fn tools_call(&self, params: Option<&Value>, call: CallContext<'_>) -> Relayed {
         self.request("tools/call", params, call).await
     }
 
     /// Sends one request of `method` (`tools/call`, or a list the app's answer is wanted as it
     /// sent it: `tools/list`), or gives it back for rmcp's way.
-    pub async fn request(&self, method: &str, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+    pub async fn request(&self, method: &str, params: Option<&Value>, call: CallContext<'_>) -> Relayed {
         match self {
             ShortWay::Http(http) => http.request(method, params, call).await,
             ShortWay::Stdio(stdio) => stdio.request(method, params, call).await,

@@ -34,8 +34,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::runtime::executor::Tasks;
-use crate::runtime::parse_count::{self, Direction};
-use crate::upstream::short_way::message::{cancelled_notification, request_message, response_outcome, CallContext, Relayed};
+use crate::upstream::app_result::AppResult;
+use crate::upstream::short_way::message::{cancelled_notification, read_incoming, request_message, CallContext, Incoming, Relayed};
 use crate::upstream::error::UpstreamError;
 
 /// The prefix of the short way's request ids.
@@ -54,8 +54,8 @@ pub struct StdioShortWay {
     next_id: AtomicU64,
 }
 
-/// An answer's line, or why it cannot be had.
-pub type Answer = Result<Value, UpstreamError>;
+/// An answer's outcome, or why it cannot be had.
+pub type Answer = Result<AppResult, UpstreamError>;
 
 /// Requests of the short way waiting for their answer, by id.
 #[derive(Default)]
@@ -231,9 +231,9 @@ impl StdioShortWay {
     /// Sends one request of `method` (a `tools/call`, see [`super::short_way::ShortWay::request`])
     /// with `params`; an app whose output has ended is left to rmcp's way (which reports the
     /// closed session as it always did).
-    pub async fn request(&self, method: &str, params: Option<Value>, call: CallContext<'_>) -> Relayed {
+    pub async fn request(&self, method: &str, params: Option<&Value>, call: CallContext<'_>) -> Relayed {
         if self.waiting.closed.load(Ordering::Acquire) {
-            return Relayed::NotTaken(params);
+            return Relayed::NotTaken;
         }
         let id = format!("{ID_PREFIX}{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let request = request_message(&id, method, params, call.relay, call.envelope);
@@ -241,7 +241,7 @@ impl StdioShortWay {
         self.waiting.answers.lock().insert(id.clone(), tx);
         // The entry goes when the call does, however it ends.
         let _forget = Forget { waiting: &self.waiting, id: &id };
-        match self.send(&request) {
+        match self.send(request) {
             Ok(()) => {}
             Err(Refused::Closed) => return Relayed::Done(Err(UpstreamError::Transport("the app's stdin is closed".into()))),
             Err(Refused::Full(queued)) => {
@@ -251,25 +251,24 @@ impl StdioShortWay {
         }
         let outcome = tokio::select! {
             answer = tokio::time::timeout(call.timeout, rx) => match answer {
-                Ok(Ok(Ok(message))) => response_outcome(message),
-                Ok(Ok(Err(e))) => Err(e),
+                Ok(Ok(outcome)) => outcome,
                 Ok(Err(_)) => Err(UpstreamError::Transport("the app's output ended before its answer".into())),
                 Err(_) => {
-                    let _ = self.send(&cancelled_notification(&id, "the gateway's request timed out"));
+                    let _ = self.send(cancelled_notification(&id, "the gateway's request timed out"));
                     Err(UpstreamError::Timeout(call.timeout))
                 }
             },
             _ = call.cancel.cancelled() => {
-                let _ = self.send(&cancelled_notification(&id, "cancelled by the client of the gateway"));
+                let _ = self.send(cancelled_notification(&id, "cancelled by the client of the gateway"));
                 Err(UpstreamError::Cancelled)
             }
         };
         Relayed::Done(outcome)
     }
 
-    /// Sends one message as a line.
-    fn send(&self, message: &Value) -> Result<(), Refused> {
-        let mut line = serde_json::to_vec(message).unwrap_or_default();
+    /// Sends one message (its text) as a line.
+    fn send(&self, message: Vec<u8>) -> Result<(), Refused> {
+        let mut line = message;
         line.push(b'\n');
         self.stdin.send_now(line)
     }
@@ -442,17 +441,13 @@ impl<R> DivertingReader<R> {
         if memchr::memmem::find(&line, b"\"gw-").is_none() {
             return Some(line);
         }
-        // The one parse of the answer on this side (the waiting request takes the tree).
-        let message = match parse_count::parsed_slice::<Value>(Direction::Answer, &line) {
-            Ok(message) => message,
-            Err(_) => return Some(line),
-        };
-        let id = match (message.get("id").and_then(Value::as_str), message.get("method")) {
-            (Some(id), None) if id.starts_with(ID_PREFIX) => id.to_string(),
+        // The one parse of the answer on this side (the waiting request takes its outcome).
+        let (id, outcome) = match read_incoming(&line) {
+            Ok(Incoming::Response { id, outcome }) if id.starts_with(ID_PREFIX) => (id, outcome),
             _ => return Some(line),
         };
         match self.waiting.answers.lock().remove(&id) {
-            Some(tx) => drop(tx.send(Ok(message))),
+            Some(tx) => drop(tx.send(outcome)),
             // A request that ended first (cancelled, timed out): its late answer is dropped, as
             // rmcp drops one.
             None => tracing::debug!("dropping the late answer to {id}"),
@@ -675,8 +670,8 @@ unfinished";
 not json \"gw-1\n\
 unfinished";
             assert_eq!(passed, expected, "chunks of {chunk}");
-            let answer: Value = answer.await.unwrap().unwrap();
-            assert_eq!(answer["result"], serde_json::json!({ "content": [] }));
+            let answer = answer.await.unwrap().unwrap().into_text();
+            assert_eq!(answer, "{\"content\":[]}", "the result as the app wrote it");
             assert!(waiting.closed.load(Ordering::Acquire), "the end of the output closes the table");
         }
     }
@@ -778,14 +773,14 @@ unfinished";
         // rmcp's framing may hand a message over in pieces; the short way's line goes between
         // two of rmcp's messages, never inside one, and never before one rmcp sent earlier.
         writer.write_all(b"{\"i\":0}\n{\"a\":").await.unwrap();
-        assert_eq!(relay.send(&serde_json::json!({ "b": 2 })), Ok(()));
+        assert_eq!(relay.send(br#"{"b":2}"#.to_vec()), Ok(()));
         writer.write_all(b"1}\n").await.unwrap();
-        assert_eq!(relay.send(&serde_json::json!({ "c": 3 })), Ok(()));
+        assert_eq!(relay.send(br#"{"c":3}"#.to_vec()), Ok(()));
         drop(writer);
         let mut written = String::new();
         app_reads.read_to_string(&mut written).await.unwrap();
         assert_eq!(written, "{\"i\":0}\n{\"b\":2}\n{\"a\":1}\n{\"c\":3}\n");
-        assert_eq!(relay.send(&serde_json::json!({ "d": 4 })), Err(Refused::Closed), "stdin is closed once rmcp closed");
+        assert_eq!(relay.send(br#"{"d":4}"#.to_vec()), Err(Refused::Closed), "stdin is closed once rmcp closed");
     }
 
     /// The writer task has not run (nothing here yields) when the app can already read the line.
@@ -794,7 +789,7 @@ unfinished";
         let tasks = Tasks::new(tokio::runtime::Handle::current());
         let (app_stdin, mut app_reads) = tokio::io::duplex(1 << 20);
         let (_reader, mut writer, relay) = split(tokio::io::empty(), app_stdin, 1 << 20, &tasks);
-        assert_eq!(relay.send(&serde_json::json!({ "now": 1 })), Ok(()));
+        assert_eq!(relay.send(br#"{"now":1}"#.to_vec()), Ok(()));
         let mut buf = [0u8; 64];
         let read = futures::poll!(Box::pin(app_reads.read(&mut buf)));
         assert!(matches!(read, Poll::Ready(Ok(10))), "{read:?}");
@@ -814,9 +809,9 @@ unfinished";
         let tasks = Tasks::new(tokio::runtime::Handle::current());
         let (app_stdin, mut app_reads) = tokio::io::duplex(8);
         let (_reader, mut writer, relay) = split(tokio::io::empty(), app_stdin, 1 << 20, &tasks);
-        assert_eq!(relay.send(&serde_json::json!({ "long": "0123456789" })), Ok(()));
+        assert_eq!(relay.send(br#"{"long":"0123456789"}"#.to_vec()), Ok(()));
         assert!(relay.stdin.queued.load(Ordering::Acquire) > 0, "the rest waits for the writer task");
-        assert_eq!(relay.send(&serde_json::json!({ "next": 2 })), Ok(()));
+        assert_eq!(relay.send(br#"{"next":2}"#.to_vec()), Ok(()));
         writer.write_all(b"{\"rmcp\":3}\n").await.unwrap();
         drop(writer);
         let mut written = String::new();
@@ -833,7 +828,7 @@ unfinished";
         let big = serde_json::json!({ "text": "x".repeat(1 << 20) });
         let mut taken = 0;
         let refused = loop {
-            match relay.send(&big) {
+            match relay.send(serde_json::to_vec(&big).unwrap()) {
                 Ok(()) => taken += 1,
                 Err(refused) => break refused,
             }
@@ -849,7 +844,7 @@ unfinished";
         let mut all = vec![0; taken * (serde_json::to_vec(&big).unwrap().len() + 1) + tail.len()];
         let writing = async {
             rmcps.await.unwrap();
-            assert_eq!(relay.send(&serde_json::json!({ "after": true })), Ok(()), "room again");
+            assert_eq!(relay.send(br#"{"after":true}"#.to_vec()), Ok(()), "room again");
         };
         let (read, ()) = tokio::join!(app_reads.read_exact(&mut all), writing);
         read.unwrap();
