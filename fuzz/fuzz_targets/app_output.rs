@@ -6,8 +6,9 @@
 //!
 //! What must hold, for any bytes: no panic; every line rmcp gets is a line of the app's output
 //! within the cap, or the error the gateway writes in place of an over-cap answer; a waiting
-//! request gets at most one answer, a line of the output naming its id, within the cap; what
-//! the reader keeps allocated stays within a few caps and pieces, whatever the output.
+//! request gets at most one answer, the result (or error) of a line of the output naming its id,
+//! within the cap; what the reader keeps allocated stays within a few caps and pieces, whatever
+//! the output.
 #![no_main]
 
 use std::pin::Pin;
@@ -64,12 +65,17 @@ fuzz_target!(|data: &[u8]| {
     }
     for (id, answer) in ["gw-1", "gw-2"].iter().zip(answers.iter_mut()) {
         match answer.try_recv() {
-            Ok(Ok(message)) => {
-                // The reader parses the answer once and hands the request the message: one of
-                // the output's lines within the cap, named by the request's id.
-                assert_eq!(message["id"], *id, "{id}: answered by another message");
-                let of_the_output = input_lines.iter().any(|l| l.len() <= max_line && serde_json::from_slice::<Value>(l).is_ok_and(|v| v == message));
-                assert!(of_the_output, "{id}: not a line of the output");
+            Ok(Ok(result)) => {
+                // The reader reads the answer once and hands the request its result as the app
+                // wrote it: the `result` of one of the output's lines within the cap, a response
+                // named by the request's id.
+                let result = result.into_value().expect("a result the reader took is JSON");
+                let of_the_output = input_lines.iter().any(|l| {
+                    l.len() <= max_line
+                        && serde_json::from_slice::<Value>(l)
+                            .is_ok_and(|v| v["id"] == *id && v.get("method").is_none() && v.get("result") == Some(&result))
+                });
+                assert!(of_the_output, "{id}: not the result of a line of the output");
             }
             Ok(Err(e)) => assert!(!e.to_string().is_empty()),
             Err(_) => {}

@@ -34,21 +34,24 @@ struct Peek<'a> {
 }
 
 impl AppResult {
-    /// Its `resultType` (`input_required`, `task`), if it has one.
+    /// Its `resultType` when the gateway acts on it (`input_required`, `task`; a plain
+    /// result, `complete` or none, is `None`).
     ///
-    /// A text is read for it only when the member can be there: its name written out, or an
-    /// escape (`\u…`) that might spell it. Reading it builds nothing but the member.
+    /// A text is read for it only when it holds `"resultType"` with one of those values written
+    /// out (a 2026-07-28 app's plain results say `"resultType":"complete"`, and are not read
+    /// again); then the read tells whether that member is the result's own. An app that writes
+    /// the member with escapes (`"result\u0054ype"`) is taken at its word as giving a plain
+    /// result, which goes to the caller as it is: the gateway acts on what it can see.
     pub fn result_type(&self) -> Option<Cow<'_, str>> {
+        let acted_on = |kind: &str| matches!(kind, "input_required" | "task");
         match self {
-            AppResult::Tree(value) => value.get("resultType").and_then(Value::as_str).map(Cow::Borrowed),
+            AppResult::Tree(value) => value.get("resultType").and_then(Value::as_str).filter(|k| acted_on(k)).map(Cow::Borrowed),
             AppResult::Text(raw) => {
-                let text = raw.get().as_bytes();
-                let may_have = memchr::memmem::find(text, b"\"resultType\"").is_some() || memchr::memmem::find(text, b"\\u").is_some();
-                if !may_have {
+                if !names_an_acted_on_type(raw.get()) {
                     return None;
                 }
                 parse_count::count(Direction::Answer);
-                serde_json::from_str::<Peek<'_>>(raw.get()).ok().and_then(|peek| peek.result_type)
+                serde_json::from_str::<Peek<'_>>(raw.get()).ok().and_then(|peek| peek.result_type).filter(|k| acted_on(k))
             }
         }
     }
@@ -71,6 +74,19 @@ impl AppResult {
     }
 }
 
+/// Whether `text` holds `"resultType"` followed by `"input_required"` or `"task"` as its value.
+fn names_an_acted_on_type(text: &str) -> bool {
+    const NAME: &[u8] = b"\"resultType\"";
+    let json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    memchr::memmem::find_iter(text.as_bytes(), NAME).any(|at| {
+        let rest = &text.as_bytes()[at + NAME.len()..];
+        let rest = &rest[rest.iter().take_while(|b| json_space(b)).count()..];
+        let Some(rest) = rest.strip_prefix(b":") else { return false };
+        let rest = &rest[rest.iter().take_while(|b| json_space(b)).count()..];
+        rest.starts_with(b"\"input_required\"") || rest.starts_with(b"\"task\"")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -82,13 +98,23 @@ mod tests {
     }
 
     #[test]
-    fn the_result_type_is_read_where_it_can_be() {
+    fn the_result_type_is_read_where_the_gateway_acts_on_it() {
         assert_eq!(text(r#"{"content":[],"isError":false}"#).result_type(), None);
         assert_eq!(text(r#"{"resultType":"input_required","inputRequests":{}}"#).result_type().as_deref(), Some("input_required"));
-        assert_eq!(text(r#"{"result\u0054ype":"task","task":{}}"#).result_type().as_deref(), Some("task"), "an escaped name");
-        assert_eq!(text(r#"{"content":[{"type":"text","text":"\u00e9"}]}"#).result_type(), None);
+        assert_eq!(text(r#"{ "taskId": "t", "resultType" :	"task" }"#).result_type().as_deref(), Some("task"));
         assert_eq!(text(r#"{"content":[{"resultType":"task"}]}"#).result_type(), None, "only the result's own member");
+        assert_eq!(text(r#"{"content":[{"type":"text","text":"resultType task"}]}"#).result_type(), None);
         assert_eq!(AppResult::Tree(json!({"resultType": "task"})).result_type().as_deref(), Some("task"));
+        assert_eq!(AppResult::Tree(json!({"resultType": "complete"})).result_type(), None);
+    }
+
+    /// A 2026-07-28 app's plain result (`"resultType":"complete"`) is not read again: the one
+    /// parse of its answer stays the only one.
+    #[test]
+    fn a_plain_result_of_the_newer_revision_is_not_read_again() {
+        assert!(!names_an_acted_on_type(r#"{"resultType":"complete","content":[{"type":"text","text":"task"}]}"#));
+        assert!(!names_an_acted_on_type(r#"{"resultType":"taskmaster"}"#));
+        assert!(names_an_acted_on_type(r#"{"content":[{"resultType":"task"}]}"#), "found, then read to tell it is not the result's own");
     }
 
     #[test]

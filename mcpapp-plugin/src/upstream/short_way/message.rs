@@ -219,7 +219,10 @@ fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<&
 /// Reads one message of the app's (the one parse of it on this side, counted): what it is, and
 /// a response's outcome — its result as the app wrote it, or its error as rmcp's way reports one.
 pub fn read_incoming(text: &[u8]) -> Result<Incoming, serde_json::Error> {
-    let members: Members<'_> = match parse_count::parsed_borrowed(Direction::Answer, text) {
+    // JSON is UTF-8 throughout: the members skipped unread must be too (a tree of the whole
+    // message, as rmcp reads it, would refuse the message for them).
+    let text = std::str::from_utf8(text).map_err(|e| <serde_json::Error as serde::de::Error>::custom(format!("not UTF-8: {e}")))?;
+    let members: Members<'_> = match parse_count::parsed_borrowed(Direction::Answer, text.as_bytes()) {
         Ok(members) => members,
         // JSON, but no object or one whose members repeat: not a response the short way takes.
         Err(e) if e.is_data() => return Ok(Incoming::Other),
@@ -327,5 +330,26 @@ mod tests {
                 assert_eq!(written, tree.to_string(), "{given} with {envelope:?} / {token:?}");
             }
         }
+    }
+
+    /// An app's message is read once for what it is: a response under a string id (its result
+    /// kept as written, `null` included, or its error as rmcp reports one); anything else —
+    /// a number id (rmcp's), a request or notification of the app's, no object, members that
+    /// repeat — for whoever reads it whole; text that is no JSON, or not UTF-8, refused.
+    #[test]
+    fn an_apps_message_is_read_for_what_it_is() {
+        let response = |text: &str| match read_incoming(text.as_bytes()).unwrap() {
+            Incoming::Response { id, outcome } => Some((id, outcome.map(AppResult::into_text).map_err(|e| e.to_string()))),
+            Incoming::Other => None,
+        };
+        assert_eq!(response(r#"{"jsonrpc":"2.0","id":"gw-1","result":{ "content" : [] }}"#), Some(("gw-1".into(), Ok(r#"{ "content" : [] }"#.into()))));
+        assert_eq!(response(r#"{"id":"gw-\u0032","result":null}"#), Some(("gw-2".into(), Ok("null".into()))));
+        let failed = response(r#"{"id":"gw-3","error":{"code":-32602,"message":"bad","data":{"x":1}}}"#).unwrap().1.unwrap_err();
+        assert!(failed.contains("bad"), "{failed}");
+        for other in [r#"{"id":3,"result":{}}"#, r#"{"id":"gw-4","method":"ping"}"#, r#"{"method":"notifications/progress","params":{}}"#, "[1]", r#""gw-1""#, r#"{"id":"gw-5","id":"gw-6","result":{}}"#] {
+            assert!(response(other).is_none(), "{other}");
+        }
+        assert!(read_incoming(b"{\"id\":\"gw-1\",\"result\":").is_err());
+        assert!(read_incoming(b"{\"x\":\"\xc5\xd1\",\"id\":\"gw-1\",\"result\":1}").is_err(), "a member not UTF-8, even one not read");
     }
 }
