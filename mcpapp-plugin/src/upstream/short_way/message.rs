@@ -352,4 +352,16 @@ mod tests {
         assert!(read_incoming(b"{\"id\":\"gw-1\",\"result\":").is_err());
         assert!(read_incoming(b"{\"x\":\"\xc5\xd1\",\"id\":\"gw-1\",\"result\":1}").is_err(), "a member not UTF-8, even one not read");
     }
+
+    /// Members nested a million deep are skipped, and a result nested as deep kept as text,
+    /// without a stack to overflow; read as a tree, such a result is an error naming the depth.
+    #[test]
+    fn deeply_nested_answers_are_read_without_recursion() {
+        let n = 1_000_000;
+        let text = format!(r#"{{"x":{}{},"id":"gw-1","result":{}1{}}}"#, "[".repeat(n), "]".repeat(n), r#"{"a":"#.repeat(n), "}".repeat(n));
+        let Ok(Incoming::Response { outcome: Ok(result), .. }) = read_incoming(text.as_bytes()) else { panic!("not read") };
+        assert_eq!(result.result_type(), None);
+        let refused = result.into_value().unwrap_err().to_string();
+        assert!(refused.contains("recursion limit"), "{refused}");
+    }
 }
