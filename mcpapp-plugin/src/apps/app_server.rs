@@ -30,7 +30,7 @@ use crate::runtime::faults::{Faults, Site};
 use crate::runtime::executor::Tasks;
 use crate::apps::install_state::{AppState, InstallState};
 use crate::apps::manifest::{Manifest, Transport};
-use crate::upstream::app_result::AppResult;
+use crate::upstream::app_result::{AppResult, ResultKind};
 use crate::upstream::catalog::{self, Catalog};
 use crate::upstream::process::AppProcess;
 use crate::upstream::relay::{CallRelay, Relays};
@@ -648,7 +648,7 @@ impl AppServer {
         };
         for _round in 0..MAX_INPUT_ROUNDS {
             let result = tokio::select! {
-                r = live.session.send(method, params.as_ref(), None, Some(cancel), relay, binds_headers) => {
+                r = live.session.send(method, params.as_ref().map(Cow::Borrowed), None, Some(cancel), relay, binds_headers) => {
                     r.map_err(|source| match source {
                         UpstreamError::Transport(_) if live.closing.is_cancelled() => {
                             CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }
@@ -659,14 +659,13 @@ impl AppServer {
                 }
                 _ = live.closing.cancelled() => return Err(CallError::Lost { app: self.key.clone(), reason: live.closing_reason() }),
             };
-            let kind = result.result_type().map(Cow::into_owned);
             let tree = |result: AppResult| result.into_value().map_err(|source| CallError::Upstream { app: self.key.clone(), source });
-            match kind.as_deref() {
-                Some("input_required") => {
+            match result.result_type() {
+                Some(ResultKind::InputRequired) => {
                     let asked = tree(result)?;
                     params = Some(self.answer_input_requests(method, params, &asked, relay, cancel).await?)
                 }
-                Some("task") => return self.drive_task(&live, method, &tree(result)?, relay, cancel).await.map(AppResult::Tree),
+                Some(ResultKind::Task) => return self.drive_task(&live, method, &tree(result)?, relay, cancel).await.map(AppResult::Tree),
                 _ => return Ok(result),
             }
         }
@@ -734,7 +733,7 @@ impl AppServer {
         let upstream = |source| CallError::Upstream { app: self.key.clone(), source };
         let mut answered = std::collections::HashSet::new();
         loop {
-            let task = live.session.send("tasks/get", Some(&id), None, None, None, false).await.and_then(AppResult::into_value).map_err(upstream)?;
+            let task = live.session.send("tasks/get", Some(Cow::Borrowed(&id)), None, None, None, false).await.and_then(AppResult::into_value).map_err(upstream)?;
             match task.get("status").and_then(Value::as_str).unwrap_or_default() {
                 "completed" => return Ok(task.get("result").cloned().unwrap_or_else(|| json!({}))),
                 "failed" => {
@@ -762,7 +761,7 @@ impl AppServer {
                         };
                         answered.extend(fresh.keys().cloned());
                         let update = json!({ "taskId": task_id, "inputResponses": answers["inputResponses"] });
-                        live.session.send("tasks/update", Some(&update), None, None, None, false).await.map_err(upstream)?;
+                        live.session.send("tasks/update", Some(Cow::Owned(update)), None, None, None, false).await.map_err(upstream)?;
                         continue;
                     }
                 }
@@ -780,7 +779,7 @@ impl AppServer {
     }
 
     async fn cancel_task(&self, live: &Live, id: &Value) {
-        if let Err(e) = live.session.send("tasks/cancel", Some(&id), None, None, None, false).await {
+        if let Err(e) = live.session.send("tasks/cancel", Some(Cow::Borrowed(id)), None, None, None, false).await {
             tracing::debug!(app = %self.key, "cancelling the app's task {id} failed: {e}");
         }
     }

@@ -45,10 +45,10 @@ pub fn parsed_slice<T: DeserializeOwned>(direction: Direction, bytes: &[u8]) -> 
     serde_json::from_slice(bytes)
 }
 
-/// [`parsed_slice`] into a type that borrows from `bytes`.
-pub fn parsed_borrowed<'a, T: Deserialize<'a>>(direction: Direction, bytes: &'a [u8]) -> Result<T, serde_json::Error> {
+/// [`parsed`] into a type that borrows from `text`.
+pub fn parsed_borrowed<'a, T: Deserialize<'a>>(direction: Direction, text: &'a str) -> Result<T, serde_json::Error> {
     count(direction);
-    serde_json::from_slice(bytes)
+    serde_json::from_str(text)
 }
 
 /// The totals so far: (request, answer).

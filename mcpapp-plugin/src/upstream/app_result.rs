@@ -26,6 +26,25 @@ pub enum AppResult {
     Tree(Value),
 }
 
+/// A `resultType` the gateway acts on (a plain result, `complete` or none, it passes on).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultKind {
+    /// The app asks the caller for input and wants the request again with the answers.
+    InputRequired,
+    /// The app runs the request as a task, to be polled to its end.
+    Task,
+}
+
+impl ResultKind {
+    fn named(name: &str) -> Option<ResultKind> {
+        match name {
+            "input_required" => Some(ResultKind::InputRequired),
+            "task" => Some(ResultKind::Task),
+            _ => None,
+        }
+    }
+}
+
 /// The members of a result the gateway acts on.
 #[derive(Deserialize)]
 struct Peek<'a> {
@@ -34,24 +53,22 @@ struct Peek<'a> {
 }
 
 impl AppResult {
-    /// Its `resultType` when the gateway acts on it (`input_required`, `task`; a plain
-    /// result, `complete` or none, is `None`).
+    /// Its `resultType` when the gateway acts on it.
     ///
     /// A text is read for it only when it holds `"resultType"` with one of those values written
     /// out (a 2026-07-28 app's plain results say `"resultType":"complete"`, and are not read
     /// again); then the read tells whether that member is the result's own. An app that writes
     /// the member with escapes (`"result\u0054ype"`) is taken at its word as giving a plain
     /// result, which goes to the caller as it is: the gateway acts on what it can see.
-    pub fn result_type(&self) -> Option<Cow<'_, str>> {
-        let acted_on = |kind: &str| matches!(kind, "input_required" | "task");
+    pub fn result_type(&self) -> Option<ResultKind> {
         match self {
-            AppResult::Tree(value) => value.get("resultType").and_then(Value::as_str).filter(|k| acted_on(k)).map(Cow::Borrowed),
+            AppResult::Tree(value) => value.get("resultType").and_then(Value::as_str).and_then(ResultKind::named),
             AppResult::Text(raw) => {
                 if !names_an_acted_on_type(raw.get()) {
                     return None;
                 }
-                parse_count::count(Direction::Answer);
-                serde_json::from_str::<Peek<'_>>(raw.get()).ok().and_then(|peek| peek.result_type).filter(|k| acted_on(k))
+                let peek: Peek<'_> = parse_count::parsed_borrowed(Direction::Answer, raw.get()).ok()?;
+                peek.result_type.as_deref().and_then(ResultKind::named)
             }
         }
     }
@@ -74,7 +91,7 @@ impl AppResult {
     }
 }
 
-/// Whether `text` holds `"resultType"` followed by `"input_required"` or `"task"` as its value.
+/// Whether `text` holds `"resultType"` followed by the name of a [`ResultKind`] as its value.
 fn names_an_acted_on_type(text: &str) -> bool {
     const NAME: &[u8] = b"\"resultType\"";
     let json_space = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
@@ -100,11 +117,11 @@ mod tests {
     #[test]
     fn the_result_type_is_read_where_the_gateway_acts_on_it() {
         assert_eq!(text(r#"{"content":[],"isError":false}"#).result_type(), None);
-        assert_eq!(text(r#"{"resultType":"input_required","inputRequests":{}}"#).result_type().as_deref(), Some("input_required"));
-        assert_eq!(text(r#"{ "taskId": "t", "resultType" :	"task" }"#).result_type().as_deref(), Some("task"));
+        assert_eq!(text(r#"{"resultType":"input_required","inputRequests":{}}"#).result_type(), Some(ResultKind::InputRequired));
+        assert_eq!(text(r#"{ "taskId": "t", "resultType" :	"task" }"#).result_type(), Some(ResultKind::Task));
         assert_eq!(text(r#"{"content":[{"resultType":"task"}]}"#).result_type(), None, "only the result's own member");
         assert_eq!(text(r#"{"content":[{"type":"text","text":"resultType task"}]}"#).result_type(), None);
-        assert_eq!(AppResult::Tree(json!({"resultType": "task"})).result_type().as_deref(), Some("task"));
+        assert_eq!(AppResult::Tree(json!({"resultType": "task"})).result_type(), Some(ResultKind::Task));
         assert_eq!(AppResult::Tree(json!({"resultType": "complete"})).result_type(), None);
     }
 

@@ -5,6 +5,7 @@
 //! must pass apps' answers through intact (the browser proxy) and must judge tool schemas itself
 //! (R18's strict rule) rather than have a typed parse reject a whole list for one odd tool.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -206,7 +207,7 @@ impl Session {
 
     /// Sends one request and returns the raw JSON result, bounded by the request timeout.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, UpstreamError> {
-        self.send(method, params.as_ref(), None, None, None, false).await?.into_value()
+        self.send(method, params.map(Cow::Owned), None, None, None, false).await?.into_value()
     }
 
     pub async fn request_with_timeout(
@@ -215,18 +216,19 @@ impl Session {
         params: Option<Value>,
         timeout: Option<Duration>,
     ) -> Result<Value, UpstreamError> {
-        self.send(method, params.as_ref(), timeout, None, None, false).await?.into_value()
+        self.send(method, params.map(Cow::Owned), timeout, None, None, false).await?.into_value()
     }
 
     /// Sends one request for a caller: `cancel` ends it early and tells the app
     /// (`notifications/cancelled`, so the app stops working on it), and `relay` learns the
     /// upstream request id and progress token, so what the app sends for this request reaches
     /// the caller. `binds_headers`: the tool called mirrors arguments into HTTP headers
-    /// (`x-mcp-header`), which rmcp's way writes.
+    /// (`x-mcp-header`), which rmcp's way writes. `params` are borrowed when the caller keeps
+    /// them (for another round); only rmcp's way needs them owned, and copies borrowed ones.
     pub async fn send(
         &self,
         method: &str,
-        params: Option<&Value>,
+        params: Option<Cow<'_, Value>>,
         timeout: Option<Duration>,
         cancel: Option<&CancellationToken>,
         relay: Option<&CallRelay>,
@@ -243,7 +245,7 @@ impl Session {
                 envelope: self.envelope.as_ref(),
                 binds_headers,
             };
-            if let Relayed::Done(result) = short.tools_call(params, call).await {
+            if let Relayed::Done(result) = short.tools_call(params.as_deref(), call).await {
                 return result;
             }
         }
@@ -251,7 +253,7 @@ impl Session {
         if self.is_closed() {
             return Err(UpstreamError::Transport("the session is closed".to_string()));
         }
-        let request = typed_request(method, params.cloned());
+        let request = typed_request(method, params.map(Cow::into_owned));
         let options = PeerRequestOptions::with_timeout(timeout);
         let peer = &self.peer;
         let handle = peer
