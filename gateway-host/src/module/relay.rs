@@ -15,12 +15,14 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use host_abi::payloads::{CallNotification, CallRequest};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tokio_util::task::AbortOnDropHandle;
 
 /// How long a call waits for a multi-round-trip client to come back with its answers.
 pub const PARK_TTL: Duration = Duration::from_secs(600);
@@ -96,12 +98,49 @@ pub enum Step<T> {
 }
 
 /// A call in flight whose app may talk to the caller meanwhile. Dropping it stops listening and
-/// drops the call's future, which cancels it in the module (and upstream).
+/// aborts the call's task, whose future, dropped, cancels it in the module (and upstream).
+///
+/// The call runs as a task of its own on the host's runtime, not inside the future of whoever
+/// waits for it. A call is woken several times on its way (the app's answer head, then each
+/// chunk of its event stream), and every wake polls the whole task it belongs to: inside an HTTP
+/// connection's task that is hyper's dispatcher, axum's layers and the endpoint's handler, each
+/// time, for nothing. As a task of its own, only the call is polled on those wakes, and its
+/// waiter once, when it ends (`bench proxy`, 16 concurrent: ~10 % less gateway CPU per call;
+/// BENCHMARKS.md, "A call as a task of its own").
 pub struct RelayedCall<T> {
     pub call_id: u64,
     events: mpsc::UnboundedReceiver<RelayEvent>,
-    response: Pin<Box<dyn Future<Output = T> + Send>>,
+    response: Response<T>,
     _route: RouteGuard,
+}
+
+/// A relayed call's outcome: still with its task, or already taken from it (when an event raced
+/// it, [`RelayedCall::next`] hands the event out first and keeps the outcome here).
+enum Response<T> {
+    Running(AbortOnDropHandle<T>),
+    Ended(Option<T>),
+}
+
+// The outcome is only ever moved, never pinned.
+impl<T> Unpin for Response<T> {}
+
+impl<T> Future for Response<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        match self.get_mut() {
+            Response::Running(task) => Pin::new(task).poll(cx).map(|ended| match ended {
+                Ok(outcome) => outcome,
+                // The work panicked: the panic goes on in whoever waits, as it would have had
+                // the work run inside their future.
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                // Aborted only by its handle's drop, or by the runtime shutting down, when no one
+                // polls any more.
+                Err(e) => panic!("a relayed call's task ended without its outcome: {e}"),
+            }),
+            Response::Ended(outcome) => Poll::Ready(outcome.take().expect("a relayed call's outcome is taken once")),
+        }
+    }
 }
 
 impl<T: Send + 'static> RelayedCall<T> {
@@ -109,7 +148,8 @@ impl<T: Send + 'static> RelayedCall<T> {
     /// before the work starts, so nothing the app sends early is lost.
     pub fn start(routes: &Arc<RelayRoutes>, call_id: u64, work: impl Future<Output = T> + Send + 'static) -> Self {
         let (events, route) = routes.open(call_id);
-        RelayedCall { call_id, events, response: Box::pin(work), _route: route }
+        let task = AbortOnDropHandle::new(tokio::spawn(work));
+        RelayedCall { call_id, events, response: Response::Running(task), _route: route }
     }
 
     /// The next event, or the result once every event sent before it has been taken. Not to be
@@ -122,7 +162,7 @@ impl<T: Send + 'static> RelayedCall<T> {
                 match self.events.try_recv() {
                     // An event raced the result: hand it out first, keep the result for later.
                     Ok(event) => {
-                        self.response = Box::pin(std::future::ready(result));
+                        self.response = Response::Ended(Some(result));
                         Step::Event(event)
                     }
                     Err(_) => Step::Done(result),
@@ -195,4 +235,75 @@ pub fn error_object(code: i32, message: impl Into<String>) -> Value {
 /// call id 0 no call has.
 fn decode<T: serde::de::DeserializeOwned + Default>(payload: &Value) -> T {
     serde_json::from_value(payload.clone()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::FutureExt as _;
+    use serde_json::json;
+
+    use super::*;
+
+    fn notify(routes: &RelayRoutes, call_id: u64, n: u64) {
+        let payload = json!({ "callId": call_id, "message": { "jsonrpc": "2.0", "method": "notifications/progress", "params": { "progress": n } } });
+        assert!(routes.dispatch(host_abi::EventKind::CallNotification, &payload));
+    }
+
+    /// The call's work runs on its own (it progresses without `next` being polled), and what the
+    /// app sent before the result comes out before it.
+    #[tokio::test]
+    async fn a_calls_work_runs_as_its_own_task_and_its_events_come_first() {
+        let routes = Arc::new(RelayRoutes::default());
+        let (ran, started) = tokio::sync::oneshot::channel();
+        let sender = routes.clone();
+        let mut call = RelayedCall::start(&routes, 7, async move {
+            notify(&sender, 7, 1);
+            notify(&sender, 7, 2);
+            let _ = ran.send(());
+            "done"
+        });
+        // Nobody polls the call; its task runs anyway.
+        tokio::time::timeout(Duration::from_secs(5), started).await.expect("the work runs by itself").unwrap();
+        for n in [1, 2] {
+            match call.next().await {
+                Step::Event(RelayEvent::Notification(message)) => assert_eq!(message["params"]["progress"], n),
+                _ => panic!("expected notification {n} first"),
+            }
+        }
+        assert!(matches!(call.next().await, Step::Done("done")));
+    }
+
+    /// Dropping the call drops its work (which is how a call is cancelled in the module).
+    #[tokio::test]
+    async fn dropping_a_call_drops_its_work() {
+        struct Dropped(Option<tokio::sync::oneshot::Sender<()>>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                let _ = self.0.take().map(|tx| tx.send(()));
+            }
+        }
+        let routes = Arc::new(RelayRoutes::default());
+        let (tx, dropped) = tokio::sync::oneshot::channel();
+        let guard = Dropped(Some(tx));
+        let call = RelayedCall::start(&routes, 8, async move {
+            let _guard = guard;
+            std::future::pending::<()>().await
+        });
+        tokio::task::yield_now().await;
+        drop(call);
+        tokio::time::timeout(Duration::from_secs(5), dropped).await.expect("the work is dropped").unwrap();
+        assert!(routes.senders.lock().is_empty(), "the route closes with the call");
+    }
+
+    /// A panic in the work reaches whoever waits for the call, as it would inside their future.
+    #[tokio::test]
+    async fn a_panic_in_the_work_reaches_its_waiter() {
+        let routes = Arc::new(RelayRoutes::default());
+        let mut call = RelayedCall::start(&routes, 9, async { panic!("the work broke") });
+        let waited = std::panic::AssertUnwindSafe(call.next()).catch_unwind().await;
+        let payload = waited.err().expect("the panic goes on in the waiter");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"the work broke"));
+    }
 }
