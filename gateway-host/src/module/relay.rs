@@ -105,8 +105,8 @@ pub enum Step<T> {
 /// chunk of its event stream), and every wake polls the whole task it belongs to: inside an HTTP
 /// connection's task that is hyper's dispatcher, axum's layers and the endpoint's handler, each
 /// time, for nothing. As a task of its own, only the call is polled on those wakes, and its
-/// waiter once, when it ends (`bench proxy`, 16 concurrent: ~10 % less gateway CPU per call;
-/// BENCHMARKS.md, "A call as a task of its own").
+/// waiter once, when it ends (`bench load`, 16 concurrent: ~10 % less gateway CPU per call on
+/// `/apps/mcp`, ~18 % on `/mcp`; BENCHMARKS.md, "… a call as a task of its own").
 pub struct RelayedCall<T> {
     pub call_id: u64,
     events: mpsc::UnboundedReceiver<RelayEvent>,
@@ -118,11 +118,8 @@ pub struct RelayedCall<T> {
 /// it, [`RelayedCall::next`] hands the event out first and keeps the outcome here).
 enum Response<T> {
     Running(AbortOnDropHandle<T>),
-    Ended(Option<T>),
+    Ended(std::future::Ready<T>),
 }
-
-// The outcome is only ever moved, never pinned.
-impl<T> Unpin for Response<T> {}
 
 impl<T> Future for Response<T> {
     type Output = T;
@@ -138,7 +135,7 @@ impl<T> Future for Response<T> {
                 // polls any more.
                 Err(e) => panic!("a relayed call's task ended without its outcome: {e}"),
             }),
-            Response::Ended(outcome) => Poll::Ready(outcome.take().expect("a relayed call's outcome is taken once")),
+            Response::Ended(outcome) => Pin::new(outcome).poll(cx),
         }
     }
 }
@@ -162,7 +159,7 @@ impl<T: Send + 'static> RelayedCall<T> {
                 match self.events.try_recv() {
                     // An event raced the result: hand it out first, keep the result for later.
                     Ok(event) => {
-                        self.response = Response::Ended(Some(result));
+                        self.response = Response::Ended(std::future::ready(result));
                         Step::Event(event)
                     }
                     Err(_) => Step::Done(result),
