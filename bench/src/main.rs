@@ -232,6 +232,14 @@ fn machine() -> Vec<(String, String)> {
         ("CPU".into(), model),
         ("memory".into(), mem_gib),
         ("kernel".into(), sh("uname", &["-sr"])),
+        // The cargo profile measured: the folder the bench runs from, whose artefacts it drives.
+        (
+            "build".into(),
+            std::env::current_exe()
+                .ok()
+                .and_then(|exe| Some(exe.parent()?.file_name()?.to_string_lossy().into_owned()))
+                .unwrap_or_default(),
+        ),
         ("date".into(), sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"])),
     ]
 }

@@ -307,15 +307,18 @@ impl ModuleInstance for Instance {
     fn discover(&self) -> AbiFuture<RString> {
         self.call("discover", Placement::Spawned, NO_CALL_ID, |core, _| async move {
             let mut report = tokio::task::block_in_place(|| core.registry.discover());
-            // SPEC R48: what each app would be confined to.
+            // SPEC R48: what each app would be confined to (their folders resolved once).
+            let mut resolved = crate::apps::sandbox::Resolved::default();
             for app in &mut report.apps {
                 if let Some(m) = app.manifest.as_ref().filter(|m| m.launches_process()) {
-                    app.confinement = Some(crate::apps::sandbox::report(m, &core.sandbox));
+                    app.confinement = Some(crate::apps::sandbox::report_in(m, &core.sandbox, &mut resolved));
                 }
             }
-            // Into one buffer sized for the report (under 1 KiB an app) rather than one grown by
-            // doubling: ten thousand apps are megabytes. The RString takes the buffer as it is.
-            let mut text = Vec::with_capacity(4096 + 1024 * report.apps.len());
+            // Into one buffer sized for the report (under 3 KiB an app with its confinement
+            // report, most of it the runtime paths and refused system calls every app shows)
+            // rather than one grown by doubling: ten thousand apps are tens of megabytes, each
+            // doubling a copy of them. The RString takes the buffer as it is.
+            let mut text = Vec::with_capacity(4096 + 3072 * report.apps.len());
             serde_json::to_writer(&mut text, &report)
                 .map_err(|e| AbiError::new(ErrorCode::Internal, format!("cannot serialise the discovery report: {e}")))?;
             String::from_utf8(text)
