@@ -841,6 +841,9 @@ fn two_hundred_clients_and_chat_through_kills_reloads_swaps_and_workspace_edits(
     let production_copy = modules.join("libmcpapp_plugin_soak.so");
     std::fs::copy(module_lib(), &production_copy).unwrap();
 
+    // The model's server holds its port before the HTTP apps' ports are picked (a port picked
+    // free and let go was once handed to it next, and the app then found its port taken).
+    let llm = ScriptedLlm::start();
     let pid_arg = |app: &str| dir.path().join(format!("{app}.pid")).display().to_string();
     for app in ["steady-s", "kill-s"] {
         write_manifest(&apps, app, &stdio_app(app, &["--pid-file", &pid_arg(app)]));
@@ -853,7 +856,6 @@ fn two_hundred_clients_and_chat_through_kills_reloads_swaps_and_workspace_edits(
     reload_m["version"] = json!("1.0.0");
     write_manifest(&apps, "reload-m", &reload_m);
 
-    let llm = ScriptedLlm::start();
     let config = json!({
         "Gateway": {
             "AlwaysRequireAuth": false,
