@@ -57,6 +57,19 @@ fn open_fds(gw: &GatewayProcess) -> usize {
     std::fs::read_dir(format!("/proc/{}/fd", gw.pid())).map(|d| d.count()).unwrap_or(0)
 }
 
+/// What the gateway's descriptors are, counted by kind (`socket`, `anon_inode:[eventpoll]`, a
+/// file's path…): named in a failure, so a leak says what leaked.
+fn descriptor_kinds(gw: &GatewayProcess) -> String {
+    let mut kinds = std::collections::BTreeMap::<String, usize>::new();
+    for entry in std::fs::read_dir(format!("/proc/{}/fd", gw.pid())).into_iter().flatten().flatten() {
+        let target = std::fs::read_link(entry.path()).map(|t| t.display().to_string()).unwrap_or_else(|e| format!("({e})"));
+        // "socket:[12345]" → "socket": the inode number differs for each.
+        let kind = target.split(":[").next().unwrap_or(&target).to_string();
+        *kinds.entry(kind).or_default() += 1;
+    }
+    kinds.iter().map(|(kind, n)| format!("{n} {kind}")).collect::<Vec<_>>().join(", ")
+}
+
 /// The TCP state of the gateway's end of the connection from `client_port` to `gateway_port`,
 /// from /proc/net/tcp (hex code: 01 established; 04 fin-wait-1 — closed by the gateway with
 /// unsent data the client never read —, …; `None` when gone).
@@ -70,14 +83,43 @@ fn gateway_side_state(gateway_port: u16, client_port: u16) -> Option<String> {
     })
 }
 
+/// The gateway's descriptors before a scenario: how many, and of what kinds.
+struct Baseline {
+    count: usize,
+    kinds: String,
+}
+
+/// Taken once the gateway has settled: the module opens the system paths every confined app
+/// may reach (~35 `O_PATH` descriptors) on a warm-up thread of its own after the gateway
+/// answers (CI once took its baseline before them and counted them as a leak). So: no
+/// `mcpapp-warm-up` thread left, and the count unchanged across half a second.
+fn baseline(gw: &GatewayProcess) -> Baseline {
+    let warming_up = || {
+        std::fs::read_dir(format!("/proc/{}/task", gw.pid())).into_iter().flatten().flatten().any(|task| {
+            std::fs::read_to_string(task.path().join("comm")).is_ok_and(|name| name.trim() == "mcpapp-warm-up")
+        })
+    };
+    let mut last = usize::MAX;
+    let settled = wait_until(MARGIN, Duration::from_millis(500), || {
+        let now = open_fds(gw);
+        let same = now == last;
+        last = now;
+        same && !warming_up()
+    });
+    assert!(settled, "the gateway's descriptors did not settle: {}", descriptor_kinds(gw));
+    Baseline { count: open_fds(gw), kinds: descriptor_kinds(gw) }
+}
+
 /// Nothing is held any more: the gateway's descriptors are back where they were (give or take
 /// the odd one the runtime opens).
-fn assert_descriptors_back(gw: &GatewayProcess, baseline: usize) {
+fn assert_descriptors_back(gw: &GatewayProcess, before: &Baseline) {
     assert!(
-        wait_until(MARGIN, Duration::from_millis(200), || open_fds(gw) <= baseline + 2),
-        "open descriptors: {} before, {} after",
-        baseline,
-        open_fds(gw)
+        wait_until(MARGIN, Duration::from_millis(200), || open_fds(gw) <= before.count + 2),
+        "open descriptors: {} before ({}), {} after ({})",
+        before.count,
+        before.kinds,
+        open_fds(gw),
+        descriptor_kinds(gw)
     );
 }
 
@@ -90,7 +132,7 @@ fn slowloris_headers_and_idle_connections_are_closed_while_others_are_served() {
     let dir = tempfile::tempdir().unwrap();
     let gw = start(&dir.path().join("apps"));
     assert!(wait_until(MARGIN, Duration::from_millis(100), || healthz_ok(&gw)));
-    let baseline = open_fds(&gw);
+    let before = baseline(&gw);
 
     // 40 clients each sending a request's headers a line every 300 ms, never finishing them.
     let started = Instant::now();
@@ -126,7 +168,7 @@ fn slowloris_headers_and_idle_connections_are_closed_while_others_are_served() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(closed, "an idle kept-alive connection stayed open");
 
-    assert_descriptors_back(&gw, baseline);
+    assert_descriptors_back(&gw, &before);
 }
 
 #[test]
@@ -136,7 +178,7 @@ fn a_body_that_never_ends_gets_408_naming_the_limit_on_every_route() {
     write_manifest(&apps, "t", &stdio_app("t", &[]));
     let gw = start(&apps);
     assert!(wait_until(MARGIN, Duration::from_millis(100), || gw.get("/apps/health").1.contains("\"running\"")), "{}", gw.logs());
-    let baseline = open_fds(&gw);
+    let before = baseline(&gw);
 
     let mcp_headers = "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\n";
     for (path, extra, json_rpc) in [
@@ -174,7 +216,7 @@ fn a_body_that_never_ends_gets_408_naming_the_limit_on_every_route() {
         assert!(cut, "{path}: a trickling body was never cut off");
         assert!(healthz_ok(&gw));
     }
-    assert_descriptors_back(&gw, baseline);
+    assert_descriptors_back(&gw, &before);
 }
 
 #[test]
@@ -189,7 +231,7 @@ fn a_client_that_never_reads_its_response_is_cut_off_and_frees_what_it_held() {
         "{}",
         gw.logs()
     );
-    let baseline = open_fds(&gw);
+    let before = baseline(&gw);
 
     // Ask for a 32 MiB result and never read a byte of it: the socket buffers fill, the
     // gateway's writes stall, and after the limit the gateway ends the connection.
@@ -223,6 +265,6 @@ fn a_client_that_never_reads_its_response_is_cut_off_and_frees_what_it_held() {
     assert!(reply["result"].is_object(), "{reply}");
     let (reply, _) = try_call(gw.base_url(), "/apps/mcp/big", "big", json!({ "mb": 0 }), MARGIN).unwrap();
     assert!(reply["result"].is_object(), "{reply}");
-    assert_descriptors_back(&gw, baseline);
+    assert_descriptors_back(&gw, &before);
     drop(stream);
 }
