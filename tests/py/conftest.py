@@ -29,10 +29,36 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CONFIG_ENV = re.compile(r"^(OpenClaw|McpApps|Gateway|Plugins|Security|Agent|Tools|Sessions|McpCompatibility|Testing)__", re.I)
 
 
+def _port_range() -> tuple[int, int]:
+    """Ports below the kernel's ephemeral range: a port picked from that range and let go may be
+    handed next to anything binding port 0 (the gateway) before the app binds it (the Rust
+    harness's `free_port` says more)."""
+    try:
+        ephemeral_low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    low = max(ephemeral_low - 12000, 10000)
+    return low, max(ephemeral_low, low + 1)
+
+
+_LOW, _HIGH = _port_range()
+# Test processes run one after another: each starts somewhere of its own in the range.
+_cursor = _LOW + os.getpid() % (_HIGH - _LOW)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that was free a moment ago and not handed out before."""
+    global _cursor
+    for _ in range(_HIGH - _LOW):
+        port = _cursor
+        _cursor = _LOW if port + 1 >= _HIGH else port + 1
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free TCP port on 127.0.0.1 between {_LOW} and {_HIGH}")
 
 
 def grocery_manifest() -> dict:

@@ -150,16 +150,35 @@ pub fn wait_until(timeout: Duration, poll: Duration, mut condition: impl FnMut()
 /// yet, or never, like an app that exits at once) must not be handed to another's, whose app would
 /// then answer the first test's gateway. Prefer `--urls http://127.0.0.1:0` (what
 /// [`GatewayProcess`] does) where the port need not be known in advance.
+///
+/// The port lies below the kernel's ephemeral range (`ip_local_port_range`): a port picked from
+/// that range and let go could be handed next to anything binding port 0 (a gateway, a scripted
+/// model's server) or to an outgoing connection's local end before the app binds it — CI saw an
+/// app's port go to the scripted model's server that way. Below the range, only another explicit
+/// bind can take it.
 pub fn free_port() -> u16 {
-    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    let mut handed_out = HANDED_OUT.lock().unwrap();
-    loop {
-        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("binding 127.0.0.1:0").port();
-        if !handed_out.contains(&port) {
-            handed_out.push(port);
+    static NEXT: Mutex<Option<(u16, u16, u16)>> = Mutex::new(None);
+    let mut next = NEXT.lock().unwrap();
+    let (low, high, cursor) = next.get_or_insert_with(|| {
+        let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+            .unwrap_or(32768);
+        let low = ephemeral_low.saturating_sub(12_000).max(10_000);
+        let high = ephemeral_low.max(low + 1);
+        // Test processes run one after another: start each somewhere else in the range, so a
+        // port an earlier process's app may still hold is not the first one tried.
+        let start = low + (std::process::id() % u32::from(high - low)) as u16;
+        (low, high, start)
+    });
+    for _ in *low..*high {
+        let port = *cursor;
+        *cursor = if port + 1 >= *high { *low } else { port + 1 };
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }
+    panic!("no free TCP port on 127.0.0.1 between {low} and {high}");
 }
 
 /// Removes terminal colour sequences (`ESC [ … letter`) from a log line.
