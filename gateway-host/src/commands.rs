@@ -212,21 +212,35 @@ fn print_table(rows: &[[String; 8]]) {
     }
 }
 
-/// `report` (JSON text) indented, on stdout: the module's report is printed as it wrote it —
-/// decoding megabytes of it into the host's types only to write them out again was a fifth of
-/// `apps --json` on a 10,000-app tree (BENCHMARKS.md, "where discovery's time goes"). Nothing is
-/// printed unless the whole text is JSON.
+/// `report` (JSON text) indented, on stdout. The module indents it itself: printed as it
+/// wrote it, once checked to be one JSON value — decoding megabytes of it into the host's types
+/// only to write them out again was a fifth of `apps --json` on a 10,000-app tree, and indenting
+/// it here a sixth (BENCHMARKS.md, "where discovery's time goes"). A module that does not (an
+/// older one) has its text indented here. Nothing is printed unless the whole text is JSON.
 fn print_pretty(report: &str) -> Result<(), BoxError> {
-    let pretty = indented(report).map_err(|e| format!("the module's discovery report is not valid JSON: {e}"))?;
+    let invalid = |e: serde_json::Error| format!("the module's discovery report is not valid JSON: {e}");
     let mut out = std::io::stdout().lock();
-    out.write_all(&pretty)?;
+    if report.starts_with("{\n") {
+        one_json_value(report).map_err(invalid)?;
+        out.write_all(report.trim_end().as_bytes())?;
+        out.write_all(b"\n")?;
+    } else {
+        out.write_all(&indented(report).map_err(invalid)?)?;
+    }
     out.flush()?;
     Ok(())
 }
 
+/// Whether `text` is one JSON value (white space around it allowed), read without building it.
+fn one_json_value(text: &str) -> Result<(), serde_json::Error> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    serde::de::IgnoredAny::deserialize(&mut reader)?;
+    reader.end()
+}
+
 /// `text` as `serde_json::to_writer_pretty` writes it, and a line end; without a tree in between.
 fn indented(text: &str) -> Result<Vec<u8>, serde_json::Error> {
-    // Indented, a report of many apps is ~1.6 times its text: room for twice, so that it is
+    // Indented, a report of many apps is ~1.7 times its text: room for twice, so that it is
     // never copied to grow (pages not written are never touched).
     let mut pretty = Vec::with_capacity(text.len() * 2);
     let mut reader = serde_json::Deserializer::from_str(text);
@@ -679,7 +693,7 @@ fn report_failure(error: &InstallError, output: &InstallOutput) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::indented;
+    use super::{indented, one_json_value};
 
     #[test]
     fn a_report_is_indented_as_serde_json_writes_it_in_the_modules_key_order() {
@@ -695,9 +709,13 @@ mod tests {
 
     #[test]
     fn text_that_is_not_one_json_value_is_refused() {
-        for bad in ["", "{", r#"{"a":1} {"b":2}"#, r#"{"a":1}x"#, "[1,]", "nul"] {
+        for bad in ["", "{", "{\n", r#"{"a":1} {"b":2}"#, "{\n  \"a\": 1\n}\n{}", r#"{"a":1}x"#, "[1,]", "nul"] {
             assert!(indented(bad).is_err(), "{bad:?}");
+            assert!(one_json_value(bad).is_err(), "{bad:?}");
         }
-        assert!(indented("  {\"a\": [1, 2]}  \n").is_ok(), "white space around one value is JSON");
+        for good in ["  {\"a\": [1, 2]}  \n", "{\n  \"a\": [\n    1\n  ]\n}"] {
+            assert!(indented(good).is_ok(), "white space around one value is JSON: {good:?}");
+            assert!(one_json_value(good).is_ok(), "{good:?}");
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::RStr;
+use abi_stable::std_types::{RStr, RString};
 use host_abi::payloads::{DiscoveryReport, ProviderKind, ReloadReport, Respond, Responded};
 use host_abi::{
     ErrorCode, AbiError, AbiFuture, AppAnswer, AppDescriptor, AppRequest, HostSink, HostSink_TO, HttpAnswer, HttpPost, LogLevel,
@@ -377,10 +377,12 @@ impl ModuleHost {
         Ok(super::payloads::discovery_report(&self.discover_json().await?))
     }
 
-    /// [`ModuleHost::discover`]'s report as the module wrote it (JSON text), not decoded.
-    pub async fn discover_json(&self) -> Result<String, AbiError> {
+    /// [`ModuleHost::discover`]'s report as the module wrote it (JSON text), not decoded. In the
+    /// module's own buffer: `into_string` would copy it (a buffer of the other library's
+    /// allocator is copied into one of this one's), tens of megabytes for 10,000 apps.
+    pub async fn discover_json(&self) -> Result<RString, AbiError> {
         let entered = self.enter().await;
-        Ok(entered.active.instance.discover().await.into_result()?.into_string())
+        entered.active.instance.discover().await.into_result()
     }
 
     pub async fn list_apps(&self) -> Result<Vec<AppDescriptor>, AbiError> {

@@ -186,7 +186,7 @@ pub struct AppServer {
     /// `resources/subscribe` (2026-07-28 sessions listen for them instead). Kept across restarts.
     subscribed: SubscribedUris,
     /// The confinement of the app's last launch (SPEC R48), as `apps` and `/apps/health` show it.
-    confinement: Mutex<Option<Value>>,
+    confinement: Mutex<Option<crate::apps::sandbox::Report>>,
     /// Warn mode on a kernel without Landlock warns once per app.
     warned_unconfined: std::sync::atomic::AtomicBool,
 }
@@ -216,7 +216,9 @@ impl AppServer {
         use crate::apps::sandbox;
         let mut launch = manifest.launch();
         if self.kind != AppKind::App {
-            *self.confinement.lock() = Some(json!({ "mode": "off", "confined": false, "reason": "a standard MCP server (Plugins.Mcp) declares no permissions" }));
+            *self.confinement.lock() = Some(sandbox::Report::Unconfined(
+                json!({ "mode": "off", "confined": false, "reason": "a standard MCP server (Plugins.Mcp) declares no permissions" }),
+            ));
             return Ok(launch);
         }
         match sandbox::effective(manifest, &self.ctx.sandbox) {
@@ -236,7 +238,7 @@ impl AppServer {
                 Ok(launch)
             }
             Err(why) => {
-                *self.confinement.lock() = Some(json!({ "mode": self.ctx.sandbox.mode.as_str(), "confined": false, "refused": why }));
+                *self.confinement.lock() = Some(sandbox::Report::refused(self.ctx.sandbox.mode, why.clone()));
                 Err(UpstreamError::Connect(why))
             }
         }

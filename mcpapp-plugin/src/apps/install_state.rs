@@ -138,7 +138,7 @@ pub struct InstallState {
     pub transitions: Vec<Transition>,
     /// The confinement the app gets (SPEC R48), filled in for `gateway-host apps`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub confinement: Option<serde_json::Value>,
+    pub confinement: Option<crate::apps::sandbox::Report>,
 }
 
 impl InstallState {

@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::apps::manifest::{Manifest, Transport, ValidationError};
@@ -159,6 +160,8 @@ fn absolute(p: &Path) -> PathBuf {
 pub struct Resolved {
     /// By the path as written (a `Path` compares by components: `a/b/.` would be `a/b`).
     known: HashMap<std::ffi::OsString, PathBuf>,
+    /// [`package_of`] by the file: apps of one kind launch the same program.
+    packages: HashMap<PathBuf, Vec<PathBuf>>,
 }
 
 impl Resolved {
@@ -208,6 +211,15 @@ fn on_path(name: &str, env_path: Option<&str>) -> Option<PathBuf> {
 /// folder (and, for a venv, its interpreter's prefix), the outermost `node_modules` holding a
 /// script, else the file itself.
 fn package_of(file: &Path, resolved: &mut Resolved) -> Vec<PathBuf> {
+    if let Some(known) = resolved.packages.get(file) {
+        return known.clone();
+    }
+    let package = package_of_file(file, resolved);
+    resolved.packages.insert(file.to_path_buf(), package.clone());
+    package
+}
+
+fn package_of_file(file: &Path, resolved: &mut Resolved) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut outermost_modules = None;
     for a in file.ancestors().skip(1) {
@@ -245,7 +257,7 @@ fn package_of(file: &Path, resolved: &mut Resolved) -> Vec<PathBuf> {
 pub struct Effective {
     pub confine: Option<Confine>,
     /// Shown by `apps`, `validate` and `/apps/health` (`confinement` in an app's details).
-    pub report: Value,
+    pub report: Report,
     /// `HOME` and `TMPDIR` for the app (its data folder), when confined.
     pub data_dir: Option<PathBuf>,
     /// One warning to log (warn mode without Landlock).
@@ -266,7 +278,7 @@ fn effective_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved)
     if sandbox.mode == Mode::Off {
         return Ok(Effective {
             confine: None,
-            report: json!({ "mode": "off", "confined": false }),
+            report: Report::Unconfined(json!({ "mode": "off", "confined": false })),
             data_dir: None,
             warning: None,
         });
@@ -355,8 +367,8 @@ fn effective_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved)
     let profile = Profile {
         read: read.clone(),
         write: write.clone(),
-        runtime_read: RUNTIME_READ.iter().map(PathBuf::from).collect(),
-        runtime_write: RUNTIME_WRITE.iter().map(PathBuf::from).collect(),
+        runtime_read: RUNTIME_READ,
+        runtime_write: RUNTIME_WRITE,
         connect_ports,
         bind_ports: bind_ports.clone(),
         private_network,
@@ -368,23 +380,29 @@ fn effective_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved)
             cpu_seconds: limits.cpu_seconds,
         },
     };
-    let shown = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
-    // The report lists the runtime paths that exist after the app's own.
-    let exists = |p: &&&str| confinement::runtime_path_exists(Path::new(p));
-    read.extend(RUNTIME_READ.iter().filter(exists).map(PathBuf::from));
-    write.extend(RUNTIME_WRITE.iter().filter(exists).map(PathBuf::from));
-    let report = json!({
-        "mode": sandbox.mode.as_str(),
-        "confined": true,
-        "landlockAbi": sandbox.landlock_abi,
-        "filesystem": { "read": shown(&read), "write": shown(&write), "denied": denied },
-        "network": network_text,
-        "bindPorts": bind_ports,
-        "limits": limits,
-        "seccompDenied": confinement::DENIED_SYSCALLS.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
-        "noNewPrivs": true,
-        "notes": notes,
-    });
+    let shown = |v: Vec<PathBuf>| v.into_iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+    let (runtime_read, runtime_write) = runtime_shown();
+    let report = Report::Confined(Box::new(ConfinedReport {
+        bind_ports,
+        confined: true,
+        filesystem: FilesystemReport {
+            denied,
+            read: Listed { own: shown(read), runtime: runtime_read },
+            write: Listed { own: shown(write), runtime: runtime_write },
+        },
+        landlock_abi: sandbox.landlock_abi,
+        limits: LimitsReport {
+            cpu_seconds: limits.cpu_seconds,
+            memory_mb: limits.memory_mb,
+            open_files: limits.open_files,
+            processes: limits.processes,
+        },
+        mode: sandbox.mode.as_str(),
+        network: network_text,
+        no_new_privs: true,
+        notes,
+        seccomp_denied: SeccompDenied,
+    }));
     Ok(Effective {
         confine: Some(Confine { profile, landlock_abi: sandbox.landlock_abi, cgroup_name: manifest.id.clone() }),
         report,
@@ -394,16 +412,113 @@ fn effective_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved)
 }
 
 /// The report of an app's confinement without starting it (`validate`, an app not yet started).
-pub fn report(manifest: &Manifest, sandbox: &Sandbox) -> Value {
+pub fn report(manifest: &Manifest, sandbox: &Sandbox) -> Report {
     report_in(manifest, sandbox, &mut Resolved::default())
 }
 
 /// [`report`] of one app in a pass over many, with the paths resolved so far.
-pub fn report_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved) -> Value {
+pub fn report_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved) -> Report {
     match effective_in(manifest, sandbox, resolved) {
         Ok(e) => e.report,
-        Err(why) => json!({ "mode": sandbox.mode.as_str(), "confined": false, "refused": why }),
+        Err(why) => Report::refused(sandbox.mode, why),
     }
+}
+
+/// An app's effective confinement as `apps`, `validate` and `/apps/health` show it (R48).
+///
+/// Typed rather than a JSON tree: `apps --json` prints one for every app, and most of each is
+/// what every app shares — the runtime paths and the refused system calls, made into text once
+/// per process ([`runtime_shown`], [`SeccompDenied`]) and borrowed by every report. Its members
+/// print in the order a JSON object of them always printed (by name).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Report {
+    Confined(Box<ConfinedReport>),
+    /// Not confined (`Sandbox.Mode` off, refused, a plain MCP server): `mode`, `confined` and why.
+    Unconfined(Value),
+}
+
+impl Report {
+    /// Not started: enforce mode where the app cannot be confined.
+    pub fn refused(mode: Mode, why: impl Into<String>) -> Report {
+        Report::Unconfined(json!({ "mode": mode.as_str(), "confined": false, "refused": why.into() }))
+    }
+
+    /// The declared paths that are not granted, each with why.
+    pub fn denied(&self) -> &[String] {
+        match self {
+            Report::Confined(c) => &c.filesystem.denied,
+            Report::Unconfined(_) => &[],
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfinedReport {
+    bind_ports: Vec<u16>,
+    confined: bool,
+    filesystem: FilesystemReport,
+    landlock_abi: i32,
+    limits: LimitsReport,
+    mode: &'static str,
+    network: String,
+    no_new_privs: bool,
+    notes: Vec<String>,
+    seccomp_denied: SeccompDenied,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+struct FilesystemReport {
+    denied: Vec<String>,
+    read: Listed,
+    write: Listed,
+}
+
+/// The limits in effect (declared, else [`DEFAULT_LIMITS`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LimitsReport {
+    cpu_seconds: Option<u64>,
+    memory_mb: Option<u64>,
+    open_files: Option<u64>,
+    processes: Option<u64>,
+}
+
+/// One list of paths: the app's own, then the runtime paths every app gets.
+#[derive(Clone, Debug, PartialEq)]
+struct Listed {
+    own: Vec<String>,
+    runtime: &'static [String],
+}
+
+impl Serialize for Listed {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.own.iter().chain(self.runtime))
+    }
+}
+
+/// The names of [`confinement::DENIED_SYSCALLS`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct SeccompDenied;
+
+impl Serialize for SeccompDenied {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(confinement::DENIED_SYSCALLS.iter().map(|(name, _)| name))
+    }
+}
+
+/// The runtime paths that exist ([`RUNTIME_READ`], [`RUNTIME_WRITE`]), as reports show them:
+/// asked once per process, as [`confinement::runtime_path_exists`] answers once per path.
+fn runtime_shown() -> (&'static [String], &'static [String]) {
+    static SHOWN: std::sync::OnceLock<(Vec<String>, Vec<String>)> = std::sync::OnceLock::new();
+    let (read, write) = SHOWN.get_or_init(|| {
+        let existing = |list: &[&str]| {
+            list.iter().filter(|p| confinement::runtime_path_exists(Path::new(p))).map(|p| p.to_string()).collect()
+        };
+        (existing(RUNTIME_READ), existing(RUNTIME_WRITE))
+    });
+    (read, write)
 }
 
 fn url_port(url: &str) -> Option<u16> {
@@ -481,7 +596,15 @@ mod tests {
             write: vec!["../../.gateway-data/apps/b".into()],
         });
         let e = effective(&m, &sandbox).unwrap();
-        let report = e.report;
+        // Printed as a JSON tree of it prints (members by name): what `apps --json` printed
+        // when the report was built as one.
+        let text = serde_json::to_string(&e.report).unwrap();
+        let report: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(text, report.to_string());
+        assert_eq!(e.report.denied(), report["filesystem"]["denied"].as_array().unwrap().iter().map(|d| d.as_str().unwrap()).collect::<Vec<_>>());
+        assert!(report["seccompDenied"].as_array().unwrap().contains(&json!("ptrace")), "{report}");
+        assert_eq!(report["limits"]["memoryMb"], 2048, "{report}");
+        assert!(report["filesystem"]["read"].as_array().unwrap().contains(&json!("/usr")), "{report}");
         let denied = report["filesystem"]["denied"].as_array().unwrap();
         assert_eq!(denied.len(), 5, "{denied:?}");
         let read: Vec<&str> = report["filesystem"]["read"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();

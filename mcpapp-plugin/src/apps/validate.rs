@@ -55,10 +55,11 @@ fn validate_file(path: &Path, host_version: &str, sandbox: &Sandbox) -> Value {
             if loaded.manifest.launches_process() {
                 // SPEC R48: what the app would be confined to; a declared path it will not be
                 // granted is a warning.
-                confinement = crate::apps::sandbox::report(&loaded.manifest, sandbox);
-                for denied in confinement["filesystem"]["denied"].as_array().into_iter().flatten() {
-                    warnings.push(format!("permissions.filesystem: {} is not granted", denied.as_str().unwrap_or_default()));
+                let report = crate::apps::sandbox::report(&loaded.manifest, sandbox);
+                for denied in report.denied() {
+                    warnings.push(format!("permissions.filesystem: {denied} is not granted"));
                 }
+                confinement = serde_json::to_value(report).unwrap_or_default();
             }
             (Some(loaded.manifest.id.clone()), errors, warnings)
         }

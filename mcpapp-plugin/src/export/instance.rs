@@ -314,12 +314,14 @@ impl ModuleInstance for Instance {
                     app.confinement = Some(crate::apps::sandbox::report_in(m, &core.sandbox, &mut resolved));
                 }
             }
-            // Into one buffer sized for the report (under 3 KiB an app with its confinement
-            // report, most of it the runtime paths and refused system calls every app shows)
-            // rather than one grown by doubling: ten thousand apps are tens of megabytes, each
-            // doubling a copy of them. The RString takes the buffer as it is.
-            let mut text = Vec::with_capacity(4096 + 3072 * report.apps.len());
-            serde_json::to_writer(&mut text, &report)
+            // Indented, as `gateway-host apps --json` prints it: the host checks it and prints
+            // it as it is, where it parsed it and wrote it out again indented. Into one buffer
+            // sized for the report (under 4 KiB an app indented with its confinement report,
+            // most of it the runtime paths and refused system calls every app shows) rather
+            // than one grown by doubling: ten thousand apps are tens of megabytes, each doubling
+            // a copy of them. The RString takes the buffer as it is.
+            let mut text = Vec::with_capacity(4096 + 4096 * report.apps.len());
+            serde_json::to_writer_pretty(&mut text, &report)
                 .map_err(|e| AbiError::new(ErrorCode::Internal, format!("cannot serialise the discovery report: {e}")))?;
             String::from_utf8(text)
                 .map(RString::from)

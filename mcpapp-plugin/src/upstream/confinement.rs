@@ -96,8 +96,8 @@ pub struct Profile {
     pub write: Vec<PathBuf>,
     /// Like `read` and `write`, for system paths that stay put (`/usr`, `/dev/null`): opened once
     /// for every app.
-    pub runtime_read: Vec<PathBuf>,
-    pub runtime_write: Vec<PathBuf>,
+    pub runtime_read: &'static [&'static str],
+    pub runtime_write: &'static [&'static str],
     /// `None`: TCP is not restricted. `Some(ports)`: `connect` to these ports only.
     pub connect_ports: Option<Vec<u16>>,
     /// The ports the app may `bind` (when TCP is restricted).
@@ -435,14 +435,14 @@ fn build_ruleset(profile: &Profile, abi: ABI, notes: &mut Vec<String>) -> Result
     for p in &profile.read {
         created = add_path(created, p, read)?;
     }
-    for p in &profile.runtime_read {
-        created = add_runtime(created, p, read)?;
+    for p in profile.runtime_read {
+        created = add_runtime(created, Path::new(p), read)?;
     }
     for p in &profile.write {
         created = add_path(created, p, write)?;
     }
-    for p in &profile.runtime_write {
-        created = add_runtime(created, p, write)?;
+    for p in profile.runtime_write {
+        created = add_runtime(created, Path::new(p), write)?;
     }
     if restrict_tcp {
         for port in profile.connect_ports.iter().flatten() {
