@@ -58,7 +58,9 @@ pub trait ModuleInstance: Send + Sync {
     fn info(&self) -> ModuleInfo;
 
     /// Scans the discovery paths and reports what would be found (apps, states, errors) as JSON,
-    /// without starting or stopping anything.
+    /// without starting or stopping anything. Indented or not: `gateway-host apps --json` prints
+    /// text in `serde_json`'s pretty form as it is (this repository's module writes it so) and
+    /// indents any other.
     fn discover(&self) -> AbiFuture<RString>;
 
     /// Every app known to the registry, in discovery order.

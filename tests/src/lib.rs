@@ -203,7 +203,7 @@ pub fn strip_ansi(line: &str) -> String {
 }
 
 /// Removes `Section__Key` variables of the gateway's overridable sections from `cmd`'s environment.
-fn scrub_config_env(cmd: &mut Command) {
+pub fn scrub_config_env(cmd: &mut Command) {
     for (key, _) in std::env::vars_os() {
         let Some(key) = key.to_str() else { continue };
         if let Some((section, _)) = key.split_once("__") {

@@ -95,6 +95,33 @@ fn apps_json_is_the_discovery_report_indented() {
     assert!(errors.iter().any(|e| e["field"] == "command"), "{report}");
 }
 
+/// A listing piped into a reader that stops early (`apps | head -1`) ends the command as it ends
+/// `cat`: by SIGPIPE, quietly — not a panic of the table's `println!` and not a "Broken pipe"
+/// error. 500 apps' table and reports are more than a pipe holds (64 KiB), so the writer meets
+/// the closed pipe.
+#[test]
+fn a_listing_into_a_reader_that_stops_early_ends_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let ids: Vec<String> = (0..500).map(|i| format!("app{i}")).collect();
+    let dir = config_folder(apps_config(), &ids.iter().map(String::as_str).collect::<Vec<_>>());
+    let cfg = dir.path().join("appsettings.json").display().to_string();
+    for args in [vec!["apps"], vec!["apps", "--json"], vec!["apps", "list", "--json"]] {
+        let mut cmd = std::process::Command::new(gateway_e2e::gateway_bin());
+        gateway_e2e::scrub_config_env(&mut cmd);
+        cmd.args(&args).args(["--config", &cfg]).env("RUST_LOG", "").stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The read end closes here, long before the listing has been written.
+        let mut stderr = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGPIPE), "{args:?}: {status:?}\n{stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn validate_requires_a_semantic_version() {
     let dir = tempfile::tempdir().unwrap();
