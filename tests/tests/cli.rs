@@ -122,6 +122,23 @@ fn a_listing_into_a_reader_that_stops_early_ends_quietly() {
     }
 }
 
+/// A path naming something that never ends (`/dev/zero`) as a manifest to validate or as the
+/// configuration is an error naming the limit, at once — not a read that never ends while its
+/// buffer takes the memory.
+#[test]
+fn a_file_that_never_ends_is_an_error_naming_the_limit() {
+    let out = run_gateway(&["validate", "/dev/zero"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", describe_output(&out));
+    assert!(text(&out.stdout).contains("the limit is 1048576"), "{}", describe_output(&out));
+    for command in [vec!["apps"], vec!["validate", "x.json"], vec![]] {
+        let mut args = vec!["--config", "/dev/zero"];
+        args.extend(command);
+        let out = run_gateway(&args, &[]);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", describe_output(&out));
+        assert!(text(&out.stderr).contains("cannot read configuration file /dev/zero: larger than 16777216 bytes"), "{args:?}: {}", describe_output(&out));
+    }
+}
+
 #[test]
 fn validate_requires_a_semantic_version() {
     let dir = tempfile::tempdir().unwrap();

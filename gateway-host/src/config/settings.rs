@@ -31,6 +31,23 @@ pub struct Settings {
     pub config_dir: PathBuf,
 }
 
+/// The most a configuration file may hold: far above any real one.
+pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The text of the file at `path`, refused past `limit` bytes: a path naming a device or a
+/// runaway file (`--config /dev/zero`) is an error naming the limit, not a read that never ends
+/// while its buffer takes the memory.
+pub fn read_text_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("larger than {limit} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 impl Settings {
     /// Reads `path` (or the embedded default) and applies the process environment's overrides,
     /// logging which variables applied.
@@ -48,7 +65,7 @@ impl Settings {
     pub fn read(path: Option<&Path>) -> Result<(Settings, Vec<String>), SettingsError> {
         let (effective, config_dir) = match path {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let text = read_text_bounded(path, MAX_CONFIG_BYTES)
                     .map_err(|source| SettingsError::Read { path: path.to_path_buf(), source })?;
                 Settings::parse_file(&text, path)?
             }

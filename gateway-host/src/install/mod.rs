@@ -679,9 +679,11 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), InstallError> 
     std::fs::write(path, bytes).map_err(|source| InstallError::Io { path: path.to_path_buf(), source })
 }
 
-/// Reads a JSON file.
+/// Reads a JSON file (a `server.json`, a package's `package.json`: a few KiB; refused past the
+/// configuration's bound).
 pub(crate) fn read_json(path: &Path) -> Result<Value, InstallError> {
-    let text = std::fs::read_to_string(path).map_err(|source| InstallError::Io { path: path.to_path_buf(), source })?;
+    let text = crate::config::settings::read_text_bounded(path, crate::config::settings::MAX_CONFIG_BYTES)
+        .map_err(|source| InstallError::Io { path: path.to_path_buf(), source })?;
     serde_json::from_str(&text).map_err(|e| InstallError::Io { path: path.to_path_buf(), source: std::io::Error::other(e) })
 }
 

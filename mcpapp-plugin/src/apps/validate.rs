@@ -64,7 +64,8 @@ fn validate_file(path: &Path, host_version: &str, sandbox: &Sandbox) -> Value {
             (Some(loaded.manifest.id.clone()), errors, warnings)
         }
         Err(e) => {
-            let id = std::fs::read_to_string(path)
+            // Read as a manifest is (bounded: `validate /dev/zero` must end).
+            let id = crate::apps::manifest::read_manifest_text(path)
                 .ok()
                 .and_then(|t| serde_json::from_str::<Value>(&t).ok())
                 .and_then(|v| v.get("id").and_then(Value::as_str).map(str::to_string));
