@@ -250,6 +250,17 @@ fn indented(text: &str) -> Result<Vec<u8>, serde_json::Error> {
     Ok(pretty)
 }
 
+/// A listing piped into a reader that stops early (`gateway-host apps --json | head`) ends the
+/// command as it ends `ls` or `cat`: quietly, by `SIGPIPE`. Rust ignores the signal so that a
+/// write to a closed socket is an error rather than a kill, which turned the closed pipe into a
+/// panic of `println!` or a "Broken pipe" error. Only once nothing but stdout is written to.
+pub fn end_quietly_when_stdout_closes() {
+    // SAFETY: sets one signal's disposition back to the default; nothing here handles SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// `gateway-host apps --url URL`: the MCP Apps of the gateway running at `url`, with their live
 /// states, from its `GET /apps/health` (the listing the browser page shows). The token is
 /// `--token`, else the one the gateway itself would use with this configuration
@@ -266,6 +277,8 @@ pub fn apps_live(config: Option<&Path>, url: &str, token: Option<String>, json: 
     let base = url.trim().trim_end_matches('/').to_string();
     let health: LiveHealth = serde_json::from_value(fetch_health(&base, token.as_deref())?)
         .map_err(|e| format!("{base}/apps/health answered an unexpected listing: {e}"))?;
+    // The gateway has answered: from here on only stdout is written to.
+    end_quietly_when_stdout_closes();
     let entries: Vec<LiveEntry> = health.apps.into_iter().map(LiveEntry::from).collect();
     if json {
         let listing = json!({

@@ -178,7 +178,7 @@ static ALLOCATOR_CONF: &[u8] = gateway_host::memory::ALLOCATOR_CONF;
 static RUN_AS_INIT_IF_PID_1: extern "C" fn() = init::run_as_init_if_pid_1;
 
 /// Commands whose output is a listing and that write to no socket and no child: `apps` (not
-/// `--url`), `apps list`, `validate`, `module-info`.
+/// `--url`, which does so once it has its answer), `apps list`, `validate`, `module-info`.
 fn prints_a_listing_only(command: &Command) -> bool {
     match command {
         Command::Apps { action: Some(AppsAction::List { .. }), .. } => true,
@@ -188,22 +188,10 @@ fn prints_a_listing_only(command: &Command) -> bool {
     }
 }
 
-/// A listing piped into a reader that stops early (`gateway-host apps --json | head`) ends the
-/// command as it ends `ls` or `cat`: quietly, by `SIGPIPE`. Rust ignores the signal so that a
-/// write to a closed socket is an error rather than a kill, which turned the closed pipe into a
-/// panic of `println!` or a "Broken pipe" error; only for [`prints_a_listing_only`] commands,
-/// which write to nothing else.
-fn end_quietly_when_stdout_closes() {
-    // SAFETY: sets one signal's disposition back to the default; nothing here handles SIGPIPE.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if cli.command.as_ref().is_some_and(prints_a_listing_only) {
-        end_quietly_when_stdout_closes();
+        commands::end_quietly_when_stdout_closes();
     }
     // The log format comes from the configuration, so it is read first (quietly: the command reads
     // it again and logs the environment overrides then). A configuration that cannot be read is
