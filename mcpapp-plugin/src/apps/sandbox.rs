@@ -365,8 +365,8 @@ fn effective_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved)
         cpu_seconds: decl.cpu_seconds.or(DEFAULT_LIMITS.cpu_seconds),
     };
     let profile = Profile {
-        read: read.clone(),
-        write: write.clone(),
+        read,
+        write,
         runtime_read: RUNTIME_READ,
         runtime_write: RUNTIME_WRITE,
         connect_ports,
@@ -380,15 +380,15 @@ fn effective_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved)
             cpu_seconds: limits.cpu_seconds,
         },
     };
-    let shown = |v: Vec<PathBuf>| v.into_iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
+    let shown = |v: &[PathBuf]| v.iter().map(|p| p.display().to_string()).collect::<Vec<_>>();
     let (runtime_read, runtime_write) = runtime_shown();
     let report = Report::Confined(Box::new(ConfinedReport {
         bind_ports,
         confined: true,
         filesystem: FilesystemReport {
             denied,
-            read: Listed { own: shown(read), runtime: runtime_read },
-            write: Listed { own: shown(write), runtime: runtime_write },
+            read: Listed { own: shown(&profile.read), runtime: runtime_read },
+            write: Listed { own: shown(&profile.write), runtime: runtime_write },
         },
         landlock_abi: sandbox.landlock_abi,
         limits: LimitsReport {
