@@ -14,27 +14,10 @@ use serde_json::{json, Value};
 
 pub type Res<T> = Result<T, String>;
 
-/// The repository root (the workspace folder).
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("bench/ has a parent")
-        .to_path_buf()
-}
-
-pub fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(d) if !d.is_empty() => {
-            let d = PathBuf::from(d);
-            if d.is_absolute() {
-                d
-            } else {
-                repo_root().join(d)
-            }
-        }
-        _ => repo_root().join("target"),
-    }
-}
+// The repository and target folders, terminal colours stripped from a log line, and a free port
+// below the kernel's ephemeral range (so no port bound to 0, and no outgoing connection, takes it
+// between its pick and the app's bind) are the end-to-end harness's: one way to do each.
+pub use gateway_e2e::{free_port, repo_root, strip_ansi, target_dir};
 
 /// `<name>` beside the running bench, else `target/release/<name>`, or an error telling how to
 /// build it. Beside first: the bench measures the artefacts built with it, even from a target
@@ -363,26 +346,6 @@ impl Gateway {
     }
 }
 
-pub fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            if chars.peek() == Some(&'[') {
-                chars.next();
-                for c in chars.by_ref() {
-                    if c.is_ascii_alphabetic() {
-                        break;
-                    }
-                }
-            }
-            continue;
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// Writes `dir/<folder>/openclaw.mcpapp.json`.
 pub fn write_manifest(root: &Path, folder: &str, manifest: &Value) -> Res<()> {
     let dir = root.join(folder);
@@ -417,13 +380,6 @@ pub fn gateway_config(apps: &Path) -> Value {
         "Gateway": { "AlwaysRequireAuth": false },
         "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
     })
-}
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("binding 127.0.0.1:0")
 }
 
 // ---------------------------------------------------------------------------------------------
