@@ -38,7 +38,9 @@ pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreErr
                 None => None,
                 Some(file) => {
                     let path = settings.resolve_path(&file);
-                    Some(std::fs::read(&path).map_err(|e| StoreError::Backend {
+                    // A certificate file is a few KiB: bounded, so a path naming a device is an error.
+                    let read = crate::config::settings::read_text_bounded(&path, crate::config::settings::MAX_CONFIG_BYTES);
+                    Some(read.map(String::into_bytes).map_err(|e| StoreError::Backend {
                         store: "config",
                         message: format!("Sessions.RedisCaFile {}: {e}", path.display()),
                     })?)

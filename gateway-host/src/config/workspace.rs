@@ -155,9 +155,9 @@ impl Workspace {
     /// edit would lose what it holds.
     pub fn open(settings: Settings, config_path: Option<PathBuf>, data_dir: &Path) -> Result<Workspace, WorkspaceError> {
         let file = data_dir.join(FILE_NAME);
-        let servers = match std::fs::read(&file) {
-            Ok(bytes) => {
-                let parsed: WorkspaceFile = serde_json::from_slice(&bytes)
+        let servers = match super::settings::read_text_bounded(&file, super::settings::MAX_CONFIG_BYTES) {
+            Ok(text) => {
+                let parsed: WorkspaceFile = serde_json::from_str(&text)
                     .map_err(|e| WorkspaceError::Corrupt { path: file.clone(), message: e.to_string() })?;
                 parsed.servers
             }

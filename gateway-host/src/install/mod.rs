@@ -275,7 +275,7 @@ impl RegistryPackage {
 pub fn installed_manifest(apps_path: &Path, id: &str) -> Result<(String, Value), InstallError> {
     check_id(id)?;
     let file = apps_path.join(id).join(MANIFEST_FILE);
-    let text = std::fs::read_to_string(&file)
+    let text = crate::config::settings::read_text_bounded(&file, crate::config::settings::MAX_CONFIG_BYTES)
         .map_err(|e| InstallError::NotInstalled { id: id.to_string(), why: format!("{}: {e}", file.display()) })?;
     let manifest: Value = serde_json::from_str(&text)
         .map_err(|e| InstallError::NotInstalled { id: id.to_string(), why: format!("{}: {e}", file.display()) })?;
@@ -679,11 +679,27 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), InstallError> 
     std::fs::write(path, bytes).map_err(|source| InstallError::Io { path: path.to_path_buf(), source })
 }
 
-/// Reads a JSON file (a `server.json`, a package's `package.json`: a few KiB; refused past the
-/// configuration's bound).
+/// Reads a text file an install reads (a `server.json`, what a package holds: its
+/// `package.json`, README, `METADATA`; an installed manifest): a few KiB, refused past the
+/// configuration's bound. What a package holds is a third party's, and a file of it that never
+/// ends must be an error naming the limit, not a read that takes the memory.
+pub(crate) fn read_text(path: &Path) -> Result<String, InstallError> {
+    crate::config::settings::read_text_bounded(path, crate::config::settings::MAX_CONFIG_BYTES)
+        .map_err(|source| InstallError::Io { path: path.to_path_buf(), source })
+}
+
+/// [`read_text`], or `None` when the file does not exist (an optional file of a package).
+pub(crate) fn read_optional_text(path: &Path) -> Result<Option<String>, InstallError> {
+    match crate::config::settings::read_text_bounded(path, crate::config::settings::MAX_CONFIG_BYTES) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(InstallError::Io { path: path.to_path_buf(), source }),
+    }
+}
+
+/// Reads a JSON file ([`read_text`]).
 pub(crate) fn read_json(path: &Path) -> Result<Value, InstallError> {
-    let text = crate::config::settings::read_text_bounded(path, crate::config::settings::MAX_CONFIG_BYTES)
-        .map_err(|source| InstallError::Io { path: path.to_path_buf(), source })?;
+    let text = read_text(path)?;
     serde_json::from_str(&text).map_err(|e| InstallError::Io { path: path.to_path_buf(), source: std::io::Error::other(e) })
 }
 

@@ -79,7 +79,8 @@ pub fn entry(dir: &Path, folder: &str, name: &str) -> Result<PackageEntry, Insta
         ));
     }
     let script = script.trim_start_matches("./");
-    let readme = ["README.md", "readme.md", "Readme.md", "README"].iter().find_map(|f| std::fs::read_to_string(package_dir.join(f)).ok());
+    // The first README that reads (one too large or not UTF-8 is passed over).
+    let readme = ["README.md", "readme.md", "Readme.md", "README"].iter().find_map(|f| super::read_optional_text(&package_dir.join(f)).ok().flatten());
     let mut notes = Vec::new();
     let package_args = match readme.as_deref().and_then(|r| super::readme_arguments(r, name)) {
         Some(args) => {

@@ -66,7 +66,7 @@ pub fn normalize(name: &str) -> String {
 /// The project name of a Python source folder (`pyproject.toml` `[project] name`).
 pub fn folder_package_name(folder: &Path) -> Result<String, InstallError> {
     let file = folder.join("pyproject.toml");
-    let text = std::fs::read_to_string(&file).map_err(|source| InstallError::Io { path: file.clone(), source })?;
+    let text = super::read_text(&file)?;
     let mut in_project = false;
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
@@ -85,7 +85,7 @@ pub fn folder_package_name(folder: &Path) -> Result<String, InstallError> {
 pub fn entry(dir: &Path, folder: &str, name: &str) -> Result<PackageEntry, InstallError> {
     let no_entry = |why: String| InstallError::NoServerEntry { package: format!("pypi:{name}"), why };
     let dist_info = find_dist_info(&dir.join(VENV), name).ok_or_else(|| no_entry("pip installed it, but its metadata (*.dist-info) is not in the venv".into()))?;
-    let metadata = std::fs::read_to_string(dist_info.join("METADATA")).unwrap_or_default();
+    let metadata = super::read_optional_text(&dist_info.join("METADATA"))?.unwrap_or_default();
     let header = |key: &str| -> Vec<String> {
         metadata
             .lines()
@@ -93,7 +93,7 @@ pub fn entry(dir: &Path, folder: &str, name: &str) -> Result<PackageEntry, Insta
             .filter_map(|l| l.split_once(": ").filter(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v.trim().to_string()))
             .collect()
     };
-    let scripts = console_scripts(&std::fs::read_to_string(dist_info.join("entry_points.txt")).unwrap_or_default());
+    let scripts = console_scripts(&super::read_optional_text(&dist_info.join("entry_points.txt"))?.unwrap_or_default());
     let wanted = normalize(name);
     let script = scripts
         .iter()
@@ -198,6 +198,18 @@ mod tests {
         assert!(entry(dir.path(), "v1", "six").unwrap_err().to_string().contains("no console script"));
         dist(dir.path(), "black-24.1.0.dist-info", "Name: black\nVersion: 24.1.0\nRequires-Dist: click\n\n", "[console_scripts]\nblack = black:main\n");
         assert!(entry(dir.path(), "v1", "black").unwrap_err().to_string().contains("not an MCP server"));
+    }
+
+    #[test]
+    fn a_metadata_file_that_never_ends_is_an_error_naming_it_and_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = "endless-1.0.dist-info";
+        dist(dir.path(), folder, "", "");
+        let metadata = dir.path().join(VENV).join("lib/python3.11/site-packages").join(folder).join("METADATA");
+        std::fs::remove_file(&metadata).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &metadata).unwrap();
+        let error = entry(dir.path(), "v1", "endless").unwrap_err().to_string();
+        assert!(error.contains("METADATA") && error.contains("larger than"), "{error}");
     }
 
     #[test]
