@@ -568,6 +568,44 @@ fn tool_calls_to_an_http_app_go_the_short_way_on_rmcps_session() {
     assert_eq!(regional["headers"]["mcp-param-region"], "eu-west", "{regional}");
 }
 
+/// What the test-app saw of a read of `uri` (its `test://request…` resource: the request's id
+/// and headers), as a browser's `resources/read` reaches the module.
+fn read_seen(m: &TestModule, app: &str, uri: &str) -> Value {
+    let answer = m.forward(app, &json!({ "jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": { "uri": uri } }), "");
+    let text = answer["result"]["contents"][0]["text"].as_str().unwrap_or_else(|| panic!("{app} {uri}: {answer}"));
+    assert_eq!(answer["result"]["contents"][0]["uri"], uri, "{answer}");
+    serde_json::from_str(text).unwrap()
+}
+
+/// A resource read goes the short way too — an app's UI is one, hundreds of KiB that rmcp's way
+/// would parse into its types and write out again: under the short way's id, over HTTP on
+/// rmcp's session, and to an app of the 2026-07-28 revision with the envelope and the headers
+/// rmcp sends (`Mcp-Method`, and the URI in `Mcp-Name`). A URI rmcp would encode in its header
+/// is left to rmcp; over stdio, reads take the short way as calls do.
+#[test]
+fn resource_reads_go_the_short_way() {
+    let m = old_and_new_apps(http_app);
+    let old = read_seen(&m, "old", "test://request");
+    assert!(old["requestId"].as_str().is_some_and(|id| id.starts_with("gw-")), "the short way's id: {old}");
+    assert!(old["headers"]["mcp-session-id"].as_str().is_some_and(|s| !s.is_empty()), "rmcp's session: {old}");
+    let modern = read_seen(&m, "new", "test://request?of=ui");
+    assert!(modern["requestId"].as_str().is_some_and(|id| id.starts_with("gw-")), "the short way's id: {modern}");
+    assert_enveloped(&modern);
+    assert_eq!(modern["headers"]["mcp-method"], "resources/read", "{modern}");
+    assert_eq!(modern["headers"]["mcp-name"], "test://request?of=ui", "{modern}");
+    let encoded = read_seen(&m, "new", "test://request?of=a b");
+    assert!(encoded["requestId"].is_number(), "rmcp's way for a URI it encodes: {encoded}");
+    assert_eq!(encoded["headers"]["mcp-method"], "resources/read", "{encoded}");
+    drop(m);
+
+    let m = old_and_new_apps(stdio_app);
+    for app in ["old", "new"] {
+        let seen = read_seen(&m, app, "test://request");
+        assert!(seen["requestId"].as_str().is_some_and(|id| id.starts_with("gw-")), "{app}: the short way's id: {seen}");
+    }
+    assert_enveloped(&read_seen(&m, "new", "test://request"));
+}
+
 /// A tool call to a stdio app of an initialize-era revision goes the short way too
 /// (`upstream/short_way/stdio.rs`): its line is written to the app's stdin under the short way's id
 /// and its answer taken off the app's stdout before rmcp reads it, while rmcp keeps the rest of

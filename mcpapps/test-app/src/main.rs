@@ -37,6 +37,32 @@ const UI_MIME: &str = "text/html;profile=mcp-app";
 const README_URI: &str = "test://readme";
 const ITEM_TEMPLATE: &str = "test://items/{id}";
 const ITEM_PREFIX: &str = "test://items/";
+/// Read (not listed; any URI it starts): what the read's request carried, as `client_info` tells
+/// of a call.
+const REQUEST_URI: &str = "test://request";
+
+/// What a request carried: the session's revision, capabilities and client, the request's id and,
+/// over HTTP, its headers.
+fn what_the_request_carried(context: &RequestContext<RoleServer>) -> Value {
+    let headers: JsonObject = context
+        .extensions
+        .get::<http::request::Parts>()
+        .map(|parts| {
+            parts
+                .headers
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), Value::String(v.to_str().unwrap_or("").to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "protocolVersion": context.protocol_version().map(|v| v.as_str().to_string()),
+        "capabilities": context.client_capabilities(),
+        "clientInfo": context.client_info(),
+        "headers": headers,
+        "requestId": context.id,
+    })
+}
 
 #[derive(Parser, Debug, Clone)]
 #[command(name = "test-app", version, about = "MCP test app for the gateway's end-to-end tests")]
@@ -669,24 +695,7 @@ impl ServerHandler for TestApp {
                 structured_result(value.to_string(), value)
             }
             "client_info" | "regional" => {
-                let headers: JsonObject = context
-                    .extensions
-                    .get::<http::request::Parts>()
-                    .map(|parts| {
-                        parts
-                            .headers
-                            .iter()
-                            .map(|(k, v)| (k.as_str().to_string(), Value::String(v.to_str().unwrap_or("").to_string())))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let value = json!({
-                    "protocolVersion": context.protocol_version().map(|v| v.as_str().to_string()),
-                    "capabilities": context.client_capabilities(),
-                    "clientInfo": context.client_info(),
-                    "headers": headers,
-                    "requestId": context.id,
-                });
+                let value = what_the_request_carried(&context);
                 structured_result(value.to_string(), value)
             }
             "fail" => tool_error(str_arg(&args, "message").unwrap_or("fail requested").to_string()),
@@ -855,10 +864,12 @@ impl ServerHandler for TestApp {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let uri = request.uri.as_str();
-        let contents = if uri == UI_URI {
+        let contents = if uri.starts_with(REQUEST_URI) {
+            ResourceContents::text(what_the_request_carried(&context).to_string(), uri).with_mime_type("application/json")
+        } else if uri == UI_URI {
             let contents = ResourceContents::text(self.shared.ui_html.clone(), uri).with_mime_type(UI_MIME);
             match self.shared.cli.ui_meta.as_deref().map(serde_json::from_str::<Value>) {
                 Some(Ok(ui)) => contents.with_meta(meta(json!({ "ui": ui }))),

@@ -1,4 +1,4 @@
-//! The short way of a tool call to an HTTP app (see [`super`]): the request's JSON
+//! The short way of a tool call or a resource read to an HTTP app (see [`super`]): the request's JSON
 //! goes to the app on a pooled connection (the host's client when it sends the module's requests,
 //! else the module's own; see [`super::http_sender`]), and its answer comes back as JSON.
 //!
@@ -206,19 +206,23 @@ impl HttpShortWay {
         else {
             return Relayed::NotTaken;
         };
-        if call.envelope.is_some() && method != "tools/call" {
-            // rmcp's way: its transport learns a 2026-07-28 app's tools from their lists (the
-            // arguments it mirrors into Mcp-Param-* headers).
-            return Relayed::NotTaken;
-        }
         if call.envelope.is_some() {
-            let name = params.and_then(|p| p.get("name")).and_then(Value::as_str).and_then(|n| HeaderValue::from_str(n).ok());
-            match name {
-                Some(name) if !call.binds_headers && is_plain_name(&name) => {
-                    headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_static("tools/call"));
-                    headers.insert(HeaderName::from_static("mcp-name"), name);
+            // The per-message headers rmcp's way sends (SEP-2243): `Mcp-Name` is a call's tool
+            // or a read's URI, sent as it is when rmcp would send it so.
+            let (name, plain): (&str, fn(&HeaderValue) -> bool) = match method {
+                "tools/call" if !call.binds_headers => ("name", is_plain_name),
+                "resources/read" => ("uri", is_plain_uri),
+                // rmcp's way: it writes a tool's Mcp-Param-* headers, and its transport learns a
+                // 2026-07-28 app's tools from their lists (the arguments it mirrors into them).
+                _ => return Relayed::NotTaken,
+            };
+            let value = params.and_then(|p| p.get(name)).and_then(Value::as_str).and_then(|n| HeaderValue::from_str(n).ok());
+            match value {
+                Some(value) if plain(&value) => {
+                    headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_str(method).expect("a method name is a header value"));
+                    headers.insert(HeaderName::from_static("mcp-name"), value);
                 }
-                // rmcp's way encodes such a name, and writes the tool's Mcp-Param-* headers.
+                // rmcp's way encodes such a value.
                 _ => return Relayed::NotTaken,
             }
         }
@@ -411,6 +415,13 @@ const MODERN: &str = "2026-07-28";
 /// A tool name rmcp's way sends in `Mcp-Name` as it is (others it encodes).
 fn is_plain_name(name: &HeaderValue) -> bool {
     !name.is_empty() && name.as_bytes().iter().all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(b))
+}
+
+/// A resource URI rmcp's way sends in `Mcp-Name` as it is: visible ASCII, not its Base64
+/// sentinel `=?base64?…?=` (others it encodes).
+fn is_plain_uri(uri: &HeaderValue) -> bool {
+    let bytes = uri.as_bytes();
+    !bytes.is_empty() && bytes.iter().all(|b| (0x21..=0x7e).contains(b)) && !bytes.starts_with(b"=?")
 }
 
 /// `headers` without those of one message (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`).

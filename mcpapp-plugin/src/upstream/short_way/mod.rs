@@ -1,4 +1,5 @@
-//! The short way of a tool call (issue 15): the call's JSON goes to the app, and the app's answer
+//! The short way of a tool call (issue 15), and of a resource read (an app's UI is one: hundreds
+//! of KiB of text): the request's JSON goes to the app, and the app's answer
 //! comes back as JSON, without rmcp's client in between — its service loop is a task a call hops
 //! through, and every message is parsed into rmcp's types and written out again (measured: more
 //! than a third of the gateway's CPU per proxied call). rmcp still opens the session, answers the
@@ -39,13 +40,8 @@ pub enum ShortWay {
 }
 
 impl ShortWay {
-    /// Sends one `tools/call` with `params`, or gives it back for rmcp's way.
-    pub async fn tools_call(&self, params: Option<&Value>, call: CallContext<'_>) -> Relayed {
-        self.request("tools/call", params, call).await
-    }
-
-    /// Sends one request of `method` (`tools/call`, or a list the app's answer is wanted as it
-    /// sent it: `tools/list`), or gives it back for rmcp's way.
+    /// Sends one request of `method` (`tools/call`, `resources/read`, or a list the app's answer
+    /// is wanted as it sent it: `tools/list`), or gives it back for rmcp's way.
     pub async fn request(&self, method: &str, params: Option<&Value>, call: CallContext<'_>) -> Relayed {
         match self {
             ShortWay::Http(http) => http.request(method, params, call).await,
