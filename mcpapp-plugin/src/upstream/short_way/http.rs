@@ -34,7 +34,7 @@ use serde_json::{json, Value};
 use crate::runtime::parse_count::{self, Direction};
 use crate::upstream::short_way::http_sender::{Answer, Body, HttpSender};
 use crate::upstream::app_result::AppResult;
-use crate::upstream::short_way::message::{cancelled_notification, read_incoming, request_message, CallContext, Incoming, Relayed};
+use crate::upstream::short_way::message::{cancelled_notification, read_incoming, read_incoming_text, request_message, CallContext, Incoming, Relayed};
 use crate::upstream::error::UpstreamError;
 
 /// The headers rmcp adds per message (SEP-2243); the rest of what it sends is the session's.
@@ -307,7 +307,7 @@ impl HttpShortWay {
         loop {
             match events.next_data().await {
                 Ok(Some(data)) => {
-                    let Ok(message) = read_incoming(data.as_bytes()) else {
+                    let Ok(message) = read_incoming_text(&data) else {
                         tracing::debug!("skipping an event of the app's stream that is not JSON");
                         continue;
                     };
@@ -547,29 +547,31 @@ impl SseReader {
     }
 }
 
-/// One event's id and its joined `data:` lines, if it has them.
+/// One event's id and its joined `data:` lines, if it has them. Read as bytes, the data made text
+/// once at the end (an app's UI is hundreds of KiB in one event); bytes that are not UTF-8 are
+/// replaced, as a text decoder of the stream would.
 fn parse_event(event: &[u8]) -> (Option<String>, Option<String>) {
-    let text = String::from_utf8_lossy(event);
-    let (mut id, mut data): (Option<String>, Option<String>) = (None, None);
-    for line in text.split('\n') {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line, ""),
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let (mut id, mut data): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
+    for line in event.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(colon) => (&line[..colon], line[colon + 1..].strip_prefix(b" ").unwrap_or(&line[colon + 1..])),
+            None => (line, &b""[..]),
         };
         match field {
-            "id" => id = Some(value.to_string()),
-            "data" => match &mut data {
+            b"id" => id = Some(value.to_vec()),
+            b"data" => match &mut data {
                 Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
+                    d.push(b'\n');
+                    d.extend_from_slice(value);
                 }
-                None => data = Some(value.to_string()),
+                None => data = Some(value.to_vec()),
             },
             _ => {}
         }
     }
-    (id, data.filter(|d| !d.is_empty()))
+    (id.map(text), data.filter(|d| !d.is_empty()).map(text))
 }
 
 #[cfg(test)]
@@ -591,6 +593,14 @@ mod tests {
             }
             Ok(out)
         })
+    }
+
+    #[test]
+    fn an_events_fields_are_read_from_its_bytes() {
+        assert_eq!(parse_event(b"id: 7\r\ndata:{\"a\":\r\ndata:  1}\r\n: note\r\nevent: message"), (Some("7".into()), Some("{\"a\":\n 1}".into())));
+        assert_eq!(parse_event(b"data: caf\xc3\xa9 \xff!"), (None, Some("caf\u{e9} \u{fffd}!".into())), "UTF-8 kept, other bytes replaced");
+        assert_eq!(parse_event(b"id: 1\ndata:"), (Some("1".into()), None), "no data");
+        assert_eq!(parse_event(b"data"), (None, None), "a field without a colon has an empty value");
     }
 
     #[test]

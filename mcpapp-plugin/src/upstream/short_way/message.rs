@@ -222,6 +222,11 @@ pub fn read_incoming(text: &[u8]) -> Result<Incoming, serde_json::Error> {
     // JSON is UTF-8 throughout: the members skipped unread must be too (a tree of the whole
     // message, as rmcp reads it, would refuse the message for them).
     let text = std::str::from_utf8(text).map_err(|e| <serde_json::Error as serde::de::Error>::custom(format!("not UTF-8: {e}")))?;
+    read_incoming_text(text)
+}
+
+/// [`read_incoming`] of a message already known to be text (an event's data).
+pub fn read_incoming_text(text: &str) -> Result<Incoming, serde_json::Error> {
     let members: Members<'_> = match parse_count::parsed_borrowed(Direction::Answer, text) {
         Ok(members) => members,
         // JSON, but no object or one whose members repeat: not a response the short way takes.
