@@ -209,9 +209,9 @@ impl HttpShortWay {
         if call.envelope.is_some() {
             // The per-message headers rmcp's way sends (SEP-2243): `Mcp-Name` is a call's tool
             // or a read's URI, sent as it is when rmcp would send it so.
-            let (name, plain): (&str, fn(&HeaderValue) -> bool) = match method {
-                "tools/call" if !call.binds_headers => ("name", is_plain_name),
-                "resources/read" => ("uri", is_plain_uri),
+            let (method_header, name, plain): (_, _, fn(&HeaderValue) -> bool) = match method {
+                "tools/call" if !call.binds_headers => (HeaderValue::from_static("tools/call"), "name", is_plain_name),
+                "resources/read" => (HeaderValue::from_static("resources/read"), "uri", is_plain_uri),
                 // rmcp's way: it writes a tool's Mcp-Param-* headers, and its transport learns a
                 // 2026-07-28 app's tools from their lists (the arguments it mirrors into them).
                 _ => return Relayed::NotTaken,
@@ -219,7 +219,7 @@ impl HttpShortWay {
             let value = params.and_then(|p| p.get(name)).and_then(Value::as_str).and_then(|n| HeaderValue::from_str(n).ok());
             match value {
                 Some(value) if plain(&value) => {
-                    headers.insert(HeaderName::from_static("mcp-method"), HeaderValue::from_str(method).expect("a method name is a header value"));
+                    headers.insert(HeaderName::from_static("mcp-method"), method_header);
                     headers.insert(HeaderName::from_static("mcp-name"), value);
                 }
                 // rmcp's way encodes such a value.
