@@ -39,8 +39,8 @@ pub fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, StoreErr
                 Some(file) => {
                     let path = settings.resolve_path(&file);
                     // A certificate file is a few KiB: bounded, so a path naming a device is an error.
-                    let read = crate::config::settings::read_text_bounded(&path, crate::config::settings::MAX_CONFIG_BYTES);
-                    Some(read.map(String::into_bytes).map_err(|e| StoreError::Backend {
+                    let read = crate::config::settings::read_bounded(&path, crate::config::settings::MAX_CONFIG_BYTES);
+                    Some(read.map_err(|e| StoreError::Backend {
                         store: "config",
                         message: format!("Sessions.RedisCaFile {}: {e}", path.display()),
                     })?)

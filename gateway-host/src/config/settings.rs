@@ -34,10 +34,10 @@ pub struct Settings {
 /// The most a configuration file may hold: far above any real one.
 pub const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The text of the file at `path`, refused past `limit` bytes: a path naming a device or a
+/// The bytes of the file at `path`, refused past `limit` bytes: a path naming a device or a
 /// runaway file (`--config /dev/zero`) is an error naming the limit, not a read that never ends
 /// while its buffer takes the memory.
-pub fn read_text_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+pub fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
@@ -45,7 +45,12 @@ pub fn read_text_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
     if bytes.len() as u64 > limit {
         return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("larger than {limit} bytes")));
     }
-    String::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    Ok(bytes)
+}
+
+/// [`read_bounded`] of a file that must be UTF-8 text.
+pub fn read_text_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    String::from_utf8(read_bounded(path, limit)?).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 impl Settings {
