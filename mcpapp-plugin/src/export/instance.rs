@@ -306,14 +306,14 @@ impl ModuleInstance for Instance {
 
     fn discover(&self) -> AbiFuture<RString> {
         self.call("discover", Placement::Spawned, NO_CALL_ID, |core, _| async move {
-            let mut report = tokio::task::block_in_place(|| core.registry.discover());
-            // SPEC R48: what each app would be confined to, on every core (a report is a few
-            // system calls and a few KiB of text; ten thousand of them are most of a listing's
-            // time), each thread resolving the folders of its share of the apps once.
             let sandbox = &core.sandbox;
-            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let share = report.apps.len().div_ceil(threads).max(256);
-            tokio::task::block_in_place(|| {
+            let report = tokio::task::block_in_place(|| {
+                let mut report = core.registry.discover();
+                // SPEC R48: what each app would be confined to, on every core (a report is a few
+                // system calls and a few KiB of text; ten thousand of them are most of a
+                // listing's time), each thread resolving the folders of its share of the apps once.
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let share = report.apps.len().div_ceil(threads).max(256);
                 std::thread::scope(|scope| {
                     for apps in report.apps.chunks_mut(share) {
                         scope.spawn(move || {
@@ -325,7 +325,8 @@ impl ModuleInstance for Instance {
                             }
                         });
                     }
-                })
+                });
+                report
             });
             // Indented, as `gateway-host apps --json` prints it: the host checks it and prints
             // it as it is, where it parsed it and wrote it out again indented. Into one buffer
