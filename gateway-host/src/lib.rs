@@ -57,7 +57,7 @@ pub mod fuzzing {
     pub use crate::http::front_door::{mcp_entry, McpEntry};
     pub use crate::http::mcp::endpoint_config::Compatibility;
     pub use crate::http::mcp::jsonrpc_gate::{params_problem, BodyLimit, Gated};
-    pub use crate::http::mcp::multiplex::{rewrite_result_uris, rewrite_ui_meta};
+    pub use crate::http::mcp::namespacing::{rewrite_result_uris, rewrite_ui_meta};
     pub use crate::http::mcp::namespacing::{restore_uri, rewrite_uri, uri_key, Cursor};
     pub use crate::http::mcp::pass_through::{eligible, Eligible};
     pub use crate::http::sandbox::{listen_addrs, SandboxSite};

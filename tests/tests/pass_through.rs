@@ -58,10 +58,15 @@ fn proxied(gw: &GatewayProcess, app: &str, outcome: &str) -> u64 {
 
 /// A gateway (no auth) running a stdio and an HTTP test-app with these ids, once both serve tools.
 fn gateway_with_apps(stdio: &str, http: &str) -> (tempfile::TempDir, GatewayProcess) {
+    gateway_with_apps_started_with(stdio, http, &[])
+}
+
+/// [`gateway_with_apps`], the apps started with `args`.
+fn gateway_with_apps_started_with(stdio: &str, http: &str, args: &[&str]) -> (tempfile::TempDir, GatewayProcess) {
     let dir = tempfile::tempdir().unwrap();
     let apps = dir.path().join("apps");
-    write_manifest(&apps, stdio, &stdio_app(stdio, &[]));
-    write_manifest(&apps, http, &http_app(http, &[]));
+    write_manifest(&apps, stdio, &stdio_app(stdio, args));
+    write_manifest(&apps, http, &http_app(http, args));
     let gw = GatewayProcess::start(json!({
         "Gateway": { "AlwaysRequireAuth": false },
         "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
@@ -146,6 +151,83 @@ fn an_input_required_round_starts_on_the_short_way_and_ends_on_the_long_one() {
         let text = done.messages[0]["result"]["content"][0]["text"].as_str().unwrap_or_default().to_string();
         assert!(text.contains("Ada"), "{path}: the answer reached the app: {done:?}");
     }
+}
+
+/// A 2026-07-28 `resources/read` of `uri`; the long way's has a progress token in `_meta`
+/// (which the short way leaves to rmcp).
+fn read(gw: &GatewayProcess, path: &str, uri: &str, long_way: bool) -> Reply {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { "name": "pass-through-e2e", "version": "1" },
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    if long_way {
+        meta["progressToken"] = json!("long-way");
+    }
+    let body = json!({ "jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": { "uri": uri, "_meta": meta } });
+    let headers = vec![
+        ("content-type", "application/json".to_string()),
+        ("accept", "application/json, text/event-stream".to_string()),
+        ("mcp-protocol-version", "2026-07-28".to_string()),
+        ("mcp-method", "resources/read".to_string()),
+        ("mcp-name", uri.to_string()),
+    ];
+    send(gw, path, &headers, &body)
+}
+
+fn session_read(id: u64, uri: &str, long_way: bool) -> Value {
+    let mut body = json!({ "jsonrpc": "2.0", "id": id, "method": "resources/read", "params": { "uri": uri } });
+    if long_way {
+        body["params"]["_meta"] = json!({ "progressToken": "long-way" });
+    }
+    body
+}
+
+/// A `resources/read` goes the short way too (an app's UI is read each time its frame opens),
+/// on both endpoints, for 2026-07-28 clients and in initialize-era sessions, with the answers
+/// of rmcp's path: a UI page with its `_meta`, a text, an item of a template, and resources
+/// that are not there (whose error code differs by revision, as rmcp gives it). In a session
+/// the short way's plain JSON (rmcp answers with a stream) shows which way a read went.
+#[test]
+fn resource_reads_take_the_short_way_with_the_protocol_librarys_answers() {
+    let ui_meta = r#"{"csp":{"connectDomains":["https://api.example"]},"prefersBorder":true}"#;
+    let (_dir, gw) = gateway_with_apps_started_with("prs", "prh", &["--ui-meta", ui_meta, "--ui-size-kb", "64"]);
+    let own = ["ui://test-app/app.html", "test://readme", "test://items/42", "test://items/"];
+    for app in ["prs", "prh"] {
+        let mcp: Vec<String> = own.iter().map(|uri| uri.replacen("://", &format!("://{app}/"), 1)).chain(["test://no-such-app/readme".to_string()]).collect();
+        for (path, uris) in [(format!("/apps/mcp/{app}"), own.iter().map(|u| u.to_string()).collect::<Vec<_>>()), ("/mcp".to_string(), mcp)] {
+            let session = open_session(&gw, &path, json!({}));
+            for (i, uri) in uris.iter().enumerate() {
+                let short = read(&gw, &path, uri, false);
+                let long = read(&gw, &path, uri, true);
+                assert_eq!(short, long, "{path} {uri}: the short way (left) differs from rmcp's (right)");
+                let in_session = send(&gw, &path, &session, &session_read(i as u64 + 1, uri, false));
+                let long_in_session = send(&gw, &path, &session, &session_read(i as u64 + 1, uri, true));
+                assert_eq!(in_session.messages, long_in_session.messages, "{path} {uri}: in a session, the short way (left) differs from rmcp's (right)");
+                assert!(!in_session.sse && long_in_session.sse, "{path} {uri}: the short way answers JSON where rmcp answers a stream (SSE: {}, {})", in_session.sse, long_in_session.sse);
+                let result = &short.messages[0]["result"];
+                if i < 3 {
+                    assert_eq!(result["contents"][0]["uri"], json!(uri), "{path}: {short:?}");
+                    assert_eq!((&result["resultType"], &result["ttlMs"], &result["cacheScope"]), (&json!("complete"), &json!(0), &json!("private")), "{path}");
+                    let session_result = &in_session.messages[0]["result"];
+                    assert!(session_result.get("resultType").is_none() && session_result.get("ttlMs").is_none(), "{path}: {session_result}");
+                } else {
+                    assert_eq!(short.messages[0]["error"]["code"], -32602, "{path} {uri}: a 2026-07-28 client's code: {short:?}");
+                    let code = &in_session.messages[0]["error"]["code"];
+                    assert!(*code == -32002 || *code == -32602, "{path} {uri}: {in_session:?}");
+                }
+            }
+            let ui = &read(&gw, &path, &uris[0], false).messages[0]["result"]["contents"][0];
+            assert!(ui["text"].as_str().is_some_and(|t| t.len() >= 64 * 1024 && t.contains("<script>\n")), "{path}: the page whole: {}", &ui.to_string()[..200.min(ui.to_string().len())]);
+            assert_eq!(ui["_meta"]["ui"], serde_json::from_str::<Value>(ui_meta).unwrap(), "{path}");
+        }
+    }
+    let read_counted = |outcome: &str| {
+        let text = reqwest::blocking::get(gw.url("/metrics")).unwrap().text().unwrap();
+        let wanted = format!("gateway_proxied_requests_total{{app=\"prh\",method=\"resources/read\",outcome=\"{outcome}\"}}");
+        text.lines().find_map(|l| l.strip_prefix(&wanted)).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0)
+    };
+    assert!(read_counted("ok") >= 12 && read_counted("error") >= 4, "the short way's reads are counted like the long way's");
 }
 
 /// Opens an initialize-era session at `path` for a client that declared `capabilities`: the

@@ -12,12 +12,14 @@
 use std::fmt;
 
 use host_abi::{AbiError, AppAnswer, RpcError};
-use rmcp::model::{ContentBlock, ErrorCode, ResultType};
+use rmcp::model::{CacheScope, ContentBlock, ErrorCode, ResultType, ServerResult};
 use rmcp::ErrorData;
 use serde::de::{DeserializeOwned, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use super::namespacing;
 use crate::parse_count::{self, Direction};
 
 /// What a forwarded request came back as.
@@ -167,6 +169,307 @@ impl<'de> Deserialize<'de> for IgnoredAnyValue {
     }
 }
 
+/// The JSON-RPC response text for a relayed `resources/read`'s answer, exactly as the protocol
+/// library's path writes it; or the error that path gives for the same answer.
+///
+/// An app's UI is such a read each time its frame opens (GroceryInventory's: 539 KB), and
+/// rmcp's path parses it into a tree, then into its types, and writes every string of it out
+/// again, escaping each character. One pass ([`read_result`]) reads the result instead, keeping
+/// each content's `text` or `blob` as the app wrote it; these go out unchanged when they are
+/// escaped as serde_json escapes (what every serde_json, JSON.stringify or Python app writes),
+/// everything else (URIs, MIME types, `_meta`) written from what was read, in rmcp's order of
+/// fields. An answer outside what the pass takes (unknown shapes, a `cacheScope` of `""`, a
+/// `resultType` other than `complete`, an array for an object) is read the protocol library's
+/// way ([`read_reply_as_rmcp`]), so both ways give the same bytes.
+///
+/// For a 2026-07-28 client (`modern`) the result has `resultType` and the cache hints (`ttlMs`
+/// 0 and `cacheScope` `private` when the app gave none), an initialize-era client none of
+/// them. `provider` names the app whose URIs `/mcp` rewrites (`namespacing.rs`); `None` on
+/// `/apps/mcp`.
+pub fn read_resource_reply(app_id: &str, id: &Value, forwarded: Forwarded, modern: bool, provider: Option<&str>) -> Result<String, ErrorData> {
+    const METHOD: &str = "resources/read";
+    let raw = match forwarded {
+        Ok(AppAnswer::Result(text)) => text,
+        Ok(AppAnswer::Error(error)) => return Err(rpc_error(error)),
+        Err(e) => return Err(forwarding_failed(app_id, e)),
+    };
+    let read = read_result(raw.as_str()).and_then(|mut result| {
+        if let Some(provider) = provider {
+            for contents in &mut result.contents {
+                contents.uri = namespacing::rewrite_uri(provider, &contents.uri);
+            }
+            if let Some(meta) = &mut result.meta {
+                namespacing::rewrite_meta_uris(provider, meta);
+            }
+        }
+        read_reply(id, &result, modern, raw.len())
+    });
+    if let Some(body) = read {
+        return Ok(body);
+    }
+    let mut value = result_for(modern, app_id, METHOD, Ok(AppAnswer::Result(raw)))?;
+    if let Some(provider) = provider {
+        namespacing::rewrite_result_uris(provider, &mut value);
+    }
+    read_reply_as_rmcp(id, value, modern)
+}
+
+/// The reply [`read_resource_reply`] writes from what the one pass read; `None` if a string
+/// escaped otherwise than serde_json escapes does not read as one (a lone surrogate).
+fn read_reply(id: &Value, result: &ReadResult, modern: bool, size: usize) -> Option<String> {
+    let mut body = String::with_capacity(size + 256);
+    body.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
+    body.push_str(&id.to_string());
+    body.push_str(",\"result\":{");
+    if modern {
+        let scope = match result.cache_scope {
+            Some(CacheScope::Public) => "public",
+            _ => "private",
+        };
+        let ttl = result.ttl_ms.map_or(0, |ttl| ttl.max(0));
+        body.push_str(&format!("\"resultType\":\"complete\",\"ttlMs\":{ttl},\"cacheScope\":\"{scope}\","));
+    }
+    body.push_str("\"contents\":[");
+    for (i, contents) in result.contents.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str("{\"uri\":");
+        push_json(&mut body, &contents.uri);
+        if let Some(mime_type) = &contents.mime_type {
+            body.push_str(",\"mimeType\":");
+            push_json(&mut body, mime_type);
+        }
+        let (field, token) = match contents.data {
+            Data::Text(token) => (",\"text\":", token),
+            Data::Blob(token) => (",\"blob\":", token),
+        };
+        body.push_str(field);
+        if escaped_as_serde_json_escapes(token) {
+            body.push_str(token);
+        } else {
+            // Escaped otherwise (`\/`, `\u00e9`): written again, as rmcp would.
+            push_json(&mut body, &serde_json::from_str::<String>(token).ok()?);
+        }
+        if let Some(meta) = &contents.meta {
+            body.push_str(",\"_meta\":");
+            push_json(&mut body, meta);
+        }
+        body.push('}');
+    }
+    body.push(']');
+    if let Some(meta) = &result.meta {
+        body.push_str(",\"_meta\":");
+        push_json(&mut body, meta);
+    }
+    body.push_str("}}");
+    Some(body)
+}
+
+/// A read's result as the protocol library's path writes it: rmcp's type, its cache hints
+/// filled in for a 2026-07-28 client, its `resultType` dropped for an earlier one.
+fn read_reply_as_rmcp(id: &Value, value: Value, modern: bool) -> Result<String, ErrorData> {
+    let mut result = ServerResult::ReadResourceResult(typed("resources/read", value)?);
+    if modern {
+        result.fill_missing_cache_hints();
+    } else {
+        result.strip_result_type_for_legacy_peer();
+    }
+    Ok(response_text(id, &result))
+}
+
+/// Appends `value` as serde_json writes it.
+fn push_json(body: &mut String, value: &impl serde::Serialize) {
+    // A string or a JSON object cannot fail to serialise, nor be anything but UTF-8.
+    if let Ok(text) = serde_json::to_string(value) {
+        body.push_str(&text);
+    }
+}
+
+/// Whether a JSON string (`token`, its quotes included) escapes exactly what serde_json escapes
+/// and as it does: `\"`, `\\`, the five short forms, other control characters as `\u00xx` in
+/// lower case, and nothing else. Such a string is the same bytes when rmcp writes it again.
+fn escaped_as_serde_json_escapes(token: &str) -> bool {
+    let mut rest = token.get(1..token.len().saturating_sub(1)).unwrap_or_default();
+    while let Some(at) = rest.find('\\') {
+        let escape = rest.as_bytes().get(at + 1..).unwrap_or_default();
+        let length = match escape {
+            [b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't', ..] => 1,
+            [b'u', b'0', b'0', high @ (b'0' | b'1'), low, ..] if low.is_ascii_digit() || (b'a'..=b'f').contains(low) => {
+                let code = (high - b'0') * 16 + if low.is_ascii_digit() { low - b'0' } else { low - b'a' + 10 };
+                if matches!(code, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d) {
+                    return false;
+                }
+                5
+            }
+            _ => return false,
+        };
+        rest = &rest[at + 1 + length..];
+    }
+    true
+}
+
+/// A `resources/read` result as [`read_result`] reads it.
+#[derive(Debug, Default)]
+struct ReadResult<'a> {
+    ttl_ms: Option<i64>,
+    cache_scope: Option<CacheScope>,
+    contents: Vec<ReadContents<'a>>,
+    meta: Option<Map<String, Value>>,
+}
+
+/// One of a read's contents: what rmcp's `ResourceContents` keeps of it.
+#[derive(Debug)]
+struct ReadContents<'a> {
+    uri: String,
+    mime_type: Option<String>,
+    data: Data<'a>,
+    meta: Option<Map<String, Value>>,
+}
+
+/// A content's `text` or `blob`: the JSON string as the app wrote it, quotes included.
+#[derive(Debug, Clone, Copy)]
+enum Data<'a> {
+    Text(&'a str),
+    Blob(&'a str),
+}
+
+/// Reads a `resources/read` result in one pass, if it has the shape the short way writes
+/// itself: an object with `contents` (objects with a string `uri`, a string or no `mimeType`,
+/// a string `text` or else a string `blob`, an object or no `_meta`), a `resultType` absent or
+/// `complete`, a `ttlMs` integer and a `cacheScope` `public` or `private` (or absent or `null`),
+/// an object or no `_meta`, no key twice. `None` for anything else, which rmcp's type may still
+/// read: [`read_resource_reply`] then takes rmcp's way.
+fn read_result(text: &str) -> Option<ReadResult<'_>> {
+    parse_count::count(Direction::Answer);
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let result = deserializer.deserialize_map(ReadResultVisitor).ok()?;
+    deserializer.end().ok()?;
+    Some(result)
+}
+
+/// Fails a visit on a key seen before (serde's derived types refuse those too).
+fn first_time<E: serde::de::Error>(seen: &mut Vec<&'static str>, key: &'static str) -> Result<(), E> {
+    if seen.contains(&key) {
+        return Err(E::custom(format!("duplicate field `{key}`")));
+    }
+    seen.push(key);
+    Ok(())
+}
+
+struct ReadResultVisitor;
+
+impl<'de> Visitor<'de> for ReadResultVisitor {
+    type Value = ReadResult<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a ReadResourceResult object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ReadResult<'de>, A::Error> {
+        use serde::de::Error;
+        let mut result = ReadResult::default();
+        let (mut seen, mut contents) = (Vec::new(), false);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "contents" => {
+                    first_time(&mut seen, "contents")?;
+                    result.contents = map.next_value::<Vec<ReadContentsSeed<'de>>>()?.into_iter().map(|c| c.0).collect();
+                    contents = true;
+                }
+                "resultType" => {
+                    first_time(&mut seen, "resultType")?;
+                    // `null` is no type for rmcp (it writes none), `complete` the only one here.
+                    if map.next_value::<Value>()? != "complete" {
+                        return Err(A::Error::custom("not a complete result"));
+                    }
+                }
+                "ttlMs" => {
+                    first_time(&mut seen, "ttlMs")?;
+                    result.ttl_ms = map.next_value()?;
+                }
+                "cacheScope" => {
+                    first_time(&mut seen, "cacheScope")?;
+                    result.cache_scope = map.next_value()?;
+                }
+                "_meta" => {
+                    first_time(&mut seen, "_meta")?;
+                    result.meta = map.next_value()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        if !contents {
+            return Err(A::Error::missing_field("contents"));
+        }
+        Ok(result)
+    }
+}
+
+/// One of `contents`, read from an object only.
+struct ReadContentsSeed<'a>(ReadContents<'a>);
+
+impl<'de> Deserialize<'de> for ReadContentsSeed<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ReadContentsVisitor).map(ReadContentsSeed)
+    }
+}
+
+struct ReadContentsVisitor;
+
+impl<'de> Visitor<'de> for ReadContentsVisitor {
+    type Value = ReadContents<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a ResourceContents object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ReadContents<'de>, A::Error> {
+        use serde::de::Error;
+        let (mut seen, mut uri, mut mime_type, mut text, mut blob, mut meta) = (Vec::new(), None, None, None, None, None);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "uri" => {
+                    first_time(&mut seen, "uri")?;
+                    uri = Some(map.next_value::<String>()?);
+                }
+                "mimeType" => {
+                    first_time(&mut seen, "mimeType")?;
+                    mime_type = map.next_value::<Option<String>>()?;
+                }
+                "text" => {
+                    first_time(&mut seen, "text")?;
+                    text = Some(map.next_value::<&'de RawValue>()?.get());
+                }
+                "blob" => {
+                    first_time(&mut seen, "blob")?;
+                    blob = Some(map.next_value::<&'de RawValue>()?.get());
+                }
+                "_meta" => {
+                    first_time(&mut seen, "_meta")?;
+                    meta = map.next_value::<Option<Map<String, Value>>>()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let is_string = |token: Option<&str>| token.is_some_and(|t| t.starts_with('"'));
+        // As rmcp's untagged `ResourceContents` reads it: text if `text` is a string (a `blob`
+        // beside it is dropped), else a blob (`text` absent; `null` or another type would be
+        // dropped by rmcp, left to it here).
+        let data = match (text, blob) {
+            (Some(text), _) if is_string(Some(text)) => Data::Text(text),
+            (None, Some(blob)) if is_string(Some(blob)) => Data::Blob(blob),
+            _ => return Err(A::Error::custom("neither a string text nor a string blob")),
+        };
+        let uri = uri.ok_or_else(|| A::Error::missing_field("uri"))?;
+        Ok(ReadContents { uri, mime_type, data, meta })
+    }
+}
+
 /// The JSON-RPC response text for `result`, written straight from its type into the body (no
 /// tree, no second string between).
 pub fn response_text(id: &Value, result: &impl serde::Serialize) -> String {
@@ -280,6 +583,82 @@ mod tests {
         let error = RpcError { code: -32602, message: "Unknown tool".into(), data_json: "".into() };
         let e = tool_call_reply("a", &json!(1), Ok(AppAnswer::Error(error)), true).unwrap_err();
         assert_eq!((e.code, e.message.as_ref()), (ErrorCode::INVALID_PARAMS, "Unknown tool"));
+    }
+
+    /// What rmcp's path writes for a read's answer: the tree, the URIs `/mcp` rewrites, rmcp's
+    /// type and what its server does for the client's revision.
+    fn read_the_long_way(text: &str, modern: bool, provider: Option<&str>) -> Result<String, ErrorData> {
+        let mut value = result_for(modern, "a", "resources/read", answer(text))?;
+        if let Some(provider) = provider {
+            namespacing::rewrite_result_uris(provider, &mut value);
+        }
+        read_reply_as_rmcp(&json!(9), value, modern)
+    }
+
+    /// A read's reply is the same bytes the protocol library's path writes, for every client
+    /// and endpoint, whichever way the answer is read: the one pass where it takes it (the
+    /// usual answers, escaped any way), rmcp's way for the rest.
+    #[test]
+    fn a_read_is_written_as_the_protocol_library_writes_it() {
+        let html = "<!doctype html>\n<script>const q = \"a\\tb\";</script>\u{7f} é ✓ \u{1F600}";
+        let usual = serde_json::to_string(&json!({ "contents": [{ "uri": "ui://g/app.html", "mimeType": "text/html;profile=mcp-app", "text": html }] })).unwrap();
+        let cases = [
+            (usual.as_str(), true),
+            (r#"{"contents":[{"uri":"ui://g/app.html","mimeType":"text/html","text":"<p>\"hi\"\n</p>\u001f","_meta":{"ui":{"csp":{"b":1,"a":[1.0,2e3]}}}}],"_meta":{"z":1,"a":{"y":null,"x":"\u00e9"},"ui":{"resourceUri":"ui://g/app.html"}}}"#, true),
+            (r#"{ "_meta" : {"k":1}, "contents" : [ { "text" : "a\/b \u00e9 \uD83D\uDE00 \u000A", "uri" : "test://x", "extra": [1] } ], "unknown": {"x": 1} }"#, true),
+            (r#"{"contents":[{"uri":"x:y","blob":"aGk=","mimeType":null}],"resultType":"complete","ttlMs":5000,"cacheScope":"public"}"#, true),
+            (r#"{"contents":[{"uri":"x:y","blob":"aGk=","mimeType":"a/b"},{"uri":"x:z","text":"","blob":5}],"ttlMs":-3,"cacheScope":null,"_meta":null}"#, true),
+            (r#"{"contents":[],"ttlMs":null,"cacheScope":"private"}"#, true),
+            // Left to rmcp's way.
+            (r#"{"contents":[{"uri":"x:y","text":null,"blob":"aGk="}]}"#, false),
+            (r#"{"contents":[{"uri":"x:y","text":5,"blob":"aGk="}]}"#, false),
+            (r#"{"contents":[{"uri":"x:y","text":"a","text":"b"}]}"#, false),
+            (r#"{"contents":[["x:y","text/plain","t",null]]}"#, false),
+            (r#"{"contents":[{"uri":"x:y","text":"t"}],"cacheScope":""}"#, false),
+            (r#"{"contents":[{"uri":"x:y","text":"t"}],"resultType":null}"#, false),
+            (r#"{"contents":[{"uri":"x:y","text":"t"}],"resultType":"input_required"}"#, false),
+            // Read by the one pass, then left to rmcp's way when the string does not decode.
+            (r#"{"contents":[{"uri":"x:y","text":"\ud800"}]}"#, true),
+            // Refused both ways.
+            (r#"{"contents":[{"uri":"x:y"}]}"#, false),
+            (r#"{"contents":[{"text":"t"}]}"#, false),
+            (r#"{"contents":{}}"#, false),
+            (r#"{"contents":[],"contents":[]}"#, false),
+            (r#"{"contents":[{"uri":"x:y","text":"t","_meta":[]}]}"#, false),
+            (r#"{"contents":[],"ttlMs":1.5}"#, false),
+            (r#"{"contents":[],"cacheScope":"everyone"}"#, false),
+            (r#"{}"#, false),
+            (r#"[]"#, false),
+            (r#"{"contents":[]} x"#, false),
+        ];
+        for (text, one_pass) in cases {
+            assert_eq!(read_result(text).is_some(), one_pass, "{text}");
+            for modern in [true, false] {
+                for provider in [None, Some("mcp:docs")] {
+                    let ours = read_resource_reply("a", &json!(9), answer(text), modern, provider);
+                    let rmcps = read_the_long_way(text, modern, provider);
+                    match (&ours, &rmcps) {
+                        (Ok(ours), Ok(rmcps)) => assert_eq!(ours, rmcps, "{text} (modern: {modern}, {provider:?})"),
+                        (Err(ours), Err(rmcps)) => assert_eq!((ours.code, &ours.message), (rmcps.code, &rmcps.message), "{text}"),
+                        _ => panic!("{text} (modern: {modern}): {ours:?} against rmcp's {rmcps:?}"),
+                    }
+                }
+            }
+        }
+        let ours = read_resource_reply("a", &json!(9), answer(&usual), true, None).unwrap();
+        assert!(ours.contains(&serde_json::to_string(html).unwrap()), "the text as the app wrote it: {ours}");
+    }
+
+    #[test]
+    fn only_serde_jsons_own_escapes_pass_as_written() {
+        for token in [r#""""#, r#""plain é ✓""#, r#""\" \\ \b \f \n \r \t""#, r#""\u0000 \u001f \u000b \u0011""#, "\"\u{7f}\""] {
+            assert!(escaped_as_serde_json_escapes(token), "{token}");
+            let decoded: String = serde_json::from_str(token).unwrap();
+            assert_eq!(serde_json::to_string(&decoded).unwrap(), token, "what the check passes is what serde_json writes");
+        }
+        for token in [r#""\/""#, r#""\u00e9""#, r#""\u000a""#, r#""\u001F""#, r#""\u0020""#, r#""\ud83d\ude00""#, r#""\u0009""#] {
+            assert!(!escaped_as_serde_json_escapes(token), "{token}");
+        }
     }
 
     /// The one pass accepts and refuses what rmcp's `CallToolResult` does.

@@ -144,7 +144,7 @@ pub fn service(
     (service, pass_through)
 }
 
-/// Every method of `/apps/mcp/{appId}`: a plain 2026-07-28 `tools/call` goes the short way
+/// Every method of `/apps/mcp/{appId}`: a plain `tools/call` or `resources/read` goes the short way
 /// (`pass_through.rs`); for everything else the target goes on the request and rmcp does the rest.
 pub async fn handle(
     State(state): State<Arc<GatewayState>>,
@@ -155,7 +155,7 @@ pub async fn handle(
     let session_id = query_param(query.as_deref(), "sessionId").unwrap_or_default();
     if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {
         state.pass_through.sessions.cancelled_by(request.headers(), &message);
-        if let Some(response) = state.pass_through.tools_call(request.method(), request.headers(), &mut message, &app_id, &session_id).await {
+        if let Some(response) = state.pass_through.request(request.method(), request.headers(), &mut message, &app_id, &session_id).await {
             return response;
         }
         request.extensions_mut().insert(Gated(message));

@@ -20,6 +20,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock, Weak};
 
+use host_abi::abi_stable::std_types::RSome;
 use host_abi::AppRequest;
 use parking_lot::Mutex;
 use rmcp::model::{
@@ -40,10 +41,11 @@ use tokio_util::sync::CancellationToken;
 use super::answer::{self, typed, Forwarded};
 use super::endpoint_config::{server_config, Compatibility};
 use super::jsonrpc_gate::Gated;
-use super::known_sessions::{KnownSessions, Registration};
+use super::known_sessions::{KnownSessions, Registration, SessionCall};
 use super::mcp_relay::{self, Outcome};
 use super::mcp_tasks::Tasks;
-use super::multiplex::{self, Change, List, Multiplexer};
+use super::multiplex::{Change, List, Multiplexer};
+use super::namespacing;
 use super::pass_through::{self, Message};
 use super::resource_holds::{ResourceHolds, SessionHolds};
 use crate::module::relay::{Claims, Parked, RelayedCall};
@@ -479,7 +481,7 @@ fn change_notification(change: Change, subscribed: impl Fn(&str) -> bool, level:
 
 impl GatewayMcp {
     fn mux(&self) -> Result<&Arc<Multiplexer>, ErrorData> {
-        self.mux.as_ref().ok_or_else(|| ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, "Method not found: /mcp offers tools only (McpCompatibility.ToolsOnly)", None))
+        self.mux.as_ref().ok_or_else(tools_only)
     }
 
     /// The tool `name` for this client: the model's, or an app-only one for an MCP Apps host.
@@ -533,7 +535,7 @@ impl GatewayMcp {
         Ok(match mcp_relay::drive(call, context, self.registry.module(), &self.parked_forwards).await? {
             Outcome::Done((key, forwarded)) => {
                 let mut result = answer::result_for(mcp_relay::is_modern(context), &key, method, forwarded)?;
-                multiplex::rewrite_result_uris(&key, &mut result);
+                namespacing::rewrite_result_uris(&key, &mut result);
                 Outcome::Done(result)
             }
             Outcome::InputRequired(input) => Outcome::InputRequired(input),
@@ -610,7 +612,7 @@ fn shape_for(spec: &ToolSpec, app_host: bool, rewrite: bool) -> Shape {
 fn to_call_tool_result(mut result: ToolResult, shape: &Shape) -> CallToolResult {
     if let Some(mut raw) = result.for_mcp_client(shape.app_host) {
         if let Some(provider) = &shape.provider {
-            multiplex::rewrite_result_uris(provider, &mut raw);
+            namespacing::rewrite_result_uris(provider, &mut raw);
         }
         match serde_json::from_value::<CallToolResult>(raw) {
             Ok(mut out) => {
@@ -657,7 +659,7 @@ fn to_mcp_tool(spec: Arc<ToolSpec>, rewrite: bool) -> Tool {
     let mut meta = spec.meta.clone();
     if let (true, ToolSource::Module { app_id, .. }) = (rewrite, &spec.source) {
         let mut holder = json!({ "_meta": meta });
-        multiplex::rewrite_ui_meta(app_id, &mut holder);
+        namespacing::rewrite_ui_meta(app_id, &mut holder);
         meta = holder["_meta"].take();
     }
     if meta.as_object().is_some_and(|m| !m.is_empty()) {
@@ -677,6 +679,11 @@ fn to_mcp_tool(spec: Arc<ToolSpec>, rewrite: bool) -> Tool {
     }
 }
 
+/// What `/mcp` answers a method of the apps' resources and prompts when it offers tools only.
+fn tools_only() -> ErrorData {
+    ErrorData::new(rmcp::model::ErrorCode::METHOD_NOT_FOUND, "Method not found: /mcp offers tools only (McpCompatibility.ToolsOnly)", None)
+}
+
 /// The `/mcp` service.
 ///
 /// `mux`: the apps' resources, prompts and completions; `None` offers tools only
@@ -692,12 +699,14 @@ pub fn service(
     claims: Option<Arc<dyn Claims>>,
 ) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, GatewayPassThrough) {
     let parked = Arc::new(Parked::claimed_with(claims.clone()));
+    let parked_forwards = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());
     let short = GatewayPassThrough {
         registry: registry.clone(),
-        rewrite: mux.is_some(),
+        mux: mux.clone(),
         compatibility,
         parked: parked.clone(),
+        parked_forwards: parked_forwards.clone(),
         shutdown: shutdown.clone(),
         sessions: sessions.clone(),
     };
@@ -706,7 +715,7 @@ pub fn service(
         mux,
         compatibility,
         parked,
-        parked_forwards: Arc::new(Parked::claimed_with(claims.clone())),
+        parked_forwards,
         tasks: Arc::new(Tasks::claimed_with(claims)),
         sessions,
         registration: Default::default(),
@@ -724,13 +733,13 @@ pub fn service(
     (service, short)
 }
 
-/// Every request of `/mcp`: a plain 2026-07-28 `tools/call` goes the short way
+/// Every request of `/mcp`: a plain `tools/call` or `resources/read` goes the short way
 /// (`pass_through.rs`), everything else to rmcp.
 pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManager>, short: GatewayPassThrough, mut request: axum::extract::Request) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {
         short.sessions.cancelled_by(request.headers(), &message);
-        if let Some(response) = short.tools_call(request.method(), request.headers(), &mut message).await {
+        if let Some(response) = short.request(request.method(), request.headers(), &mut message).await {
             return response;
         }
         request.extensions_mut().insert(Gated(message));
@@ -742,23 +751,31 @@ pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManag
 #[derive(Clone)]
 pub struct GatewayPassThrough {
     registry: Arc<ToolRegistry>,
-    /// Whether `/mcp` names the apps' URIs its own way (it multiplexes their resources).
-    rewrite: bool,
+    /// The apps' resources, named `/mcp`'s way; `None` when it offers tools only.
+    mux: Option<Arc<Multiplexer>>,
     compatibility: Compatibility,
     parked: Arc<Parked<ToolResult>>,
+    parked_forwards: Arc<Parked<(String, Forwarded)>>,
     shutdown: CancellationToken,
     sessions: Arc<KnownSessions>,
 }
 
 impl GatewayPassThrough {
-    /// What [`GatewayMcp::call_tool`] answers for a plain 2026-07-28 call, without rmcp's
-    /// server in between; `None` leaves the request to rmcp.
-    async fn tools_call(&self, method: &axum::http::Method, headers: &axum::http::HeaderMap, message: &mut Value) -> Option<axum::response::Response> {
+    /// What [`GatewayMcp::call_tool`] or [`GatewayMcp::read_resource`] answers for a plain
+    /// request, without rmcp's server in between; `None` leaves the request to rmcp.
+    async fn request(&self, method: &axum::http::Method, headers: &axum::http::HeaderMap, message: &mut Value) -> Option<axum::response::Response> {
+        if self.mux.is_none() && message.get("method").is_some_and(|m| m == pass_through::RESOURCES_READ) {
+            // Tools only: rmcp's server refuses the method.
+            return None;
+        }
         let pass_through::Accepted { request, client, tracked } =
             pass_through::accept(self.compatibility, &self.sessions, &self.shutdown, method, headers, message)?;
-        let pass_through::Eligible { id, name, mut params, capabilities } = request;
+        if request.method == pass_through::RESOURCES_READ {
+            return Some(self.resources_read(request, client, tracked).await);
+        }
+        let pass_through::Eligible { id, name, mut params, capabilities, .. } = request;
         let modern = client.modern;
-        let (registry, parked, rewrite) = (self.registry.clone(), self.parked.clone(), self.rewrite);
+        let (registry, parked, rewrite) = (self.registry.clone(), self.parked.clone(), self.mux.is_some());
         let app_host = capabilities.get("extensions").and_then(|e| e.get(UI_EXTENSION)).is_some();
         let relay = mcp_relay::relay_opt_in_for(&capabilities, modern);
         let answer = pass_through::respond(capabilities, client, move |caller| async move {
@@ -792,6 +809,45 @@ impl GatewayPassThrough {
             }
         });
         Some(answer.await)
+    }
+
+    /// A read of a resource `/mcp` lists: its app's own URI asked of the app, the answer's URIs
+    /// named `/mcp`'s way again ([`answer::read_resource_reply`]).
+    async fn resources_read(&self, request: pass_through::Eligible, client: pass_through::Client, tracked: Option<SessionCall>) -> axum::response::Response {
+        let pass_through::Eligible { id, name: uri, mut params, capabilities, .. } = request;
+        let modern = client.modern;
+        let (module, mux, parked) = (self.registry.module().clone(), self.mux.clone(), self.parked_forwards.clone());
+        let relay = mcp_relay::relay_opt_in_for(&capabilities, modern);
+        pass_through::respond(capabilities, client, move |caller| async move {
+            let _tracked = tracked;
+            let owner = match &mux {
+                Some(mux) => mux.resource_owner(&uri).await,
+                None => Err(tools_only()),
+            };
+            let (provider, original) = match owner {
+                Ok(owner) => owner,
+                Err(e) => return Message::error(&id, e, modern),
+            };
+            params.insert("uri".into(), Value::String(original));
+            let call_id = module.next_call_id();
+            let request = AppRequest { any_provider: true, relay: RSome(relay), ..mcp_relay::app_request(call_id, &provider.key, pass_through::RESOURCES_READ, &params) };
+            let forwarding = module.clone();
+            let key = provider.key;
+            let call = module.relayed(call_id, async move {
+                let forwarded = forwarding.forward(request).await;
+                (key, forwarded)
+            });
+            match mcp_relay::drive(call, &caller, &module, &parked).await {
+                Ok(Outcome::Done((key, forwarded))) => match answer::read_resource_reply(&key, &id, forwarded, modern, Some(&key)) {
+                    Ok(body) => Message::ok(body),
+                    Err(e) => Message::error(&id, e, modern),
+                },
+                Ok(Outcome::InputRequired(input)) => Message::input_required(&id, input),
+                Err(_) if !modern && caller.cancelled.is_cancelled() => Message::none(),
+                Err(e) => Message::error(&id, e, modern),
+            }
+        })
+        .await
     }
 }
 

@@ -421,51 +421,6 @@ pub fn offered_capabilities(app: &host_abi::AppDescriptor, detail: &AppDetail) -
     caps
 }
 
-/// Rewrites the resource URIs in an app's result for `/mcp`: `contents[].uri` (a read), the
-/// `uri` of `resource_link` and embedded `resource` blocks (tool results, prompt messages), and
-/// the UI a result or tool names in `_meta.ui.resourceUri` (and the older `ui/resourceUri`).
-pub fn rewrite_result_uris(provider: &str, result: &mut Value) {
-    let rewrite = |value: Option<&mut Value>| {
-        if let Some(Value::String(uri)) = value {
-            *uri = rewrite_uri(provider, uri);
-        }
-    };
-    if let Some(contents) = result.get_mut("contents").and_then(Value::as_array_mut) {
-        for content in contents {
-            rewrite(content.get_mut("uri"));
-        }
-    }
-    let block = |block: &mut Value| match block.get("type").and_then(Value::as_str) {
-        Some("resource_link") => rewrite(block.get_mut("uri")),
-        Some("resource") => rewrite(block.get_mut("resource").and_then(|r| r.get_mut("uri"))),
-        _ => {}
-    };
-    if let Some(content) = result.get_mut("content").and_then(Value::as_array_mut) {
-        content.iter_mut().for_each(block);
-    }
-    if let Some(messages) = result.get_mut("messages").and_then(Value::as_array_mut) {
-        for message in messages {
-            match message.get_mut("content") {
-                Some(Value::Array(content)) => content.iter_mut().for_each(block),
-                Some(one @ Value::Object(_)) => block(one),
-                _ => {}
-            }
-        }
-    }
-    rewrite_ui_meta(provider, result);
-}
-
-/// `_meta.ui.resourceUri` and `_meta["ui/resourceUri"]` of a tool or a result, rewritten.
-pub fn rewrite_ui_meta(provider: &str, holder: &mut Value) {
-    let Some(meta) = holder.get_mut("_meta").filter(|m| m.is_object()) else { return };
-    if let Some(Value::String(uri)) = meta.get_mut("ui").and_then(|ui| ui.get_mut("resourceUri")) {
-        *uri = rewrite_uri(provider, uri);
-    }
-    if let Some(Value::String(uri)) = meta.get_mut("ui/resourceUri") {
-        *uri = rewrite_uri(provider, uri);
-    }
-}
-
 /// The most pages of an app's `prompts/list` [`lists_prompt`] reads, as `Session::list_all`
 /// (mcpapp-plugin) reads of any list: an app whose every page names a next one must not keep
 /// `prompts/get` going for ever.
@@ -498,33 +453,6 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn results_name_resources_as_mcp_does() {
-        let mut read = json!({ "contents": [{ "uri": "ui://g/app.html", "text": "<html>", "_meta": { "ui": { "csp": {} } } }] });
-        rewrite_result_uris("grocery", &mut read);
-        assert_eq!(read["contents"][0]["uri"], "ui://grocery/g/app.html");
-        assert_eq!(read["contents"][0]["text"], "<html>");
-
-        let mut call = json!({
-            "content": [
-                { "type": "text", "text": "see ui://g/app.html" },
-                { "type": "resource_link", "uri": "file:///a", "name": "a" },
-                { "type": "resource", "resource": { "uri": "urn:x", "text": "x" } }
-            ],
-            "_meta": { "ui": { "resourceUri": "ui://g/app.html" }, "ui/resourceUri": "ui://g/app.html" }
-        });
-        rewrite_result_uris("mcp:docs", &mut call);
-        assert_eq!(call["content"][0]["text"], "see ui://g/app.html");
-        assert_eq!(call["content"][1]["uri"], "file://mcp~docs//a");
-        assert_eq!(call["content"][2]["resource"]["uri"], "urn://mcp~docs!/x");
-        assert_eq!(call["_meta"]["ui"]["resourceUri"], "ui://mcp~docs/g/app.html");
-        assert_eq!(call["_meta"]["ui/resourceUri"], "ui://mcp~docs/g/app.html");
-
-        let mut prompt = json!({ "messages": [{ "role": "user", "content": { "type": "resource", "resource": { "uri": "x://y", "text": "" } } }] });
-        rewrite_result_uris("a", &mut prompt);
-        assert_eq!(prompt["messages"][0]["content"]["resource"]["uri"], "x://a/y");
-    }
 
     #[test]
     fn list_items_are_renamed_per_provider() {

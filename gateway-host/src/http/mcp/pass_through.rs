@@ -1,5 +1,6 @@
-//! The short way through `/apps/mcp/{appId}` (and `/mcp`) for the request they carry most: a
-//! `tools/call`, of the 2026-07-28 revision or in an initialize-era session (issue 15).
+//! The short way through `/apps/mcp/{appId}` (and `/mcp`) for the requests they carry most: a
+//! `tools/call`, and the `resources/read` of an app's UI each time its frame opens, of the
+//! 2026-07-28 revision or in an initialize-era session (issues 15 and 40).
 //!
 //! On the protocol library's path such a call is parsed into rmcp's types, served by a
 //! per-request service, turned back into JSON for the module, and its answer parsed into a
@@ -10,10 +11,12 @@
 //!
 //! - `POST`, no `Mcp-Session-Id`, `MCP-Protocol-Version: 2026-07-28` once, an `Accept` with both
 //!   JSON and SSE, a JSON `Content-Type`;
-//! - `Mcp-Method: tools/call` and `Mcp-Name` (once each, matching the body, the name printable
-//!   ASCII), no `Mcp-Param-*` header (those are checked against a tool's schema by rmcp);
-//! - the body (already through `jsonrpc_gate`) a request with an integer or string id, `params`
-//!   with a string `name` and an object `arguments` (or none), and the revision's `_meta` envelope
+//! - `Mcp-Method: tools/call` or `resources/read` and `Mcp-Name` (once each, matching the body,
+//!   the tool's name or the URI printable ASCII), no `Mcp-Param-*` header (those are checked
+//!   against a tool's schema by rmcp);
+//! - the body (already through `jsonrpc_gate`) a request with an integer or string id; a call's
+//!   `params` with a string `name` and an object `arguments` (or none), a read's with a string
+//!   `uri` and nothing else but `_meta`; and the revision's `_meta` envelope
 //!   whole (version `2026-07-28`, a readable `clientInfo` and `clientCapabilities`), without a
 //!   progress token, a log level, a task request or a retry (`inputResponses`, `requestState`);
 //! - a client that did not declare the tasks extension, on an endpoint that serves 2026-07-28
@@ -38,9 +41,12 @@
 //! it runs the same way: the module's forward with the relay ([`mcp_relay::drive`]), the same
 //! parked calls for `input_required` rounds, the same metrics. The answer is JSON; if the app
 //! sends a notification for the call before its result, the reply turns into an SSE stream, as
-//! rmcp's does. The result is the app's own text with `resultType` added when it lacks one,
+//! rmcp's does. A call's result is the app's own text with `resultType` added when it lacks one,
 //! after checking, in the one parse of it on this side, that it reads as a `CallToolResult`
-//! (else the same error as rmcp's path): [`answer::tool_call_reply`].
+//! (else the same error as rmcp's path): [`answer::tool_call_reply`]. A read's result is
+//! written as rmcp writes it, its contents' text as the app wrote it: [`answer::read_resource_reply`].
+//! An error is what rmcp's server gives, a resource not found included (-32602 for a
+//! 2026-07-28 client, the app's -32002 in a session).
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -88,9 +94,18 @@ pub struct PassThrough {
     pub tools: Arc<ToolRegistry>,
 }
 
-/// A `tools/call` the short way can answer.
+/// The methods the short way answers, each with the member of `params` that names what it is
+/// for (and that `Mcp-Name` carries): the tool of a call, the resource of a read.
+const METHODS: [(&str, &str); 2] = [(TOOLS_CALL, "name"), (RESOURCES_READ, "uri")];
+pub const TOOLS_CALL: &str = "tools/call";
+pub const RESOURCES_READ: &str = "resources/read";
+
+/// A `tools/call` or `resources/read` the short way can answer.
 pub struct Eligible {
     pub id: Value,
+    /// [`TOOLS_CALL`] or [`RESOURCES_READ`].
+    pub method: &'static str,
+    /// The tool's name, or the resource's URI.
     pub name: String,
     /// `params` without the revision's envelope (`_meta` keeps the request's own keys).
     pub params: Map<String, Value>,
@@ -102,32 +117,38 @@ impl PassThrough {
     /// leaves the request to rmcp.
     /// The message is taken (left empty) when the short way answers it, and left as it is
     /// otherwise.
-    pub async fn tools_call(&self, method: &Method, headers: &HeaderMap, message: &mut Value, app_id: &str, session_id: &str) -> Option<Response> {
+    pub async fn request(&self, method: &Method, headers: &HeaderMap, message: &mut Value, app_id: &str, session_id: &str) -> Option<Response> {
         let Accepted { request, client, tracked } = accept(self.compatibility, &self.sessions, &self.shutdown, method, headers, message)?;
-        let Eligible { id, name, params, capabilities } = request;
+        let Eligible { id, method, name, params, capabilities } = request;
         let modern = client.modern;
-        // Its client declared no tasks: a tool that requires them refuses it, as on rmcp's path.
-        let tool = self.tools.module_tool(app_id, &name);
-        if let Err(e) = Tasks::as_task_for(false, tool.as_ref().and_then(|t| t.extra.get("execution"))) {
-            self.metrics.proxied_request(app_id, "tools/call").finish(ProxiedOutcome::Error);
-            return Some(Message::error(&id, e, modern).into_json());
+        if method == TOOLS_CALL {
+            // Its client declared no tasks: a tool that requires them refuses it, as on rmcp's path.
+            let tool = self.tools.module_tool(app_id, &name);
+            if let Err(e) = Tasks::as_task_for(false, tool.as_ref().and_then(|t| t.extra.get("execution"))) {
+                self.metrics.proxied_request(app_id, method).finish(ProxiedOutcome::Error);
+                return Some(Message::error(&id, e, modern).into_json());
+            }
         }
         let (app_id, session_id) = (app_id.to_string(), session_id.to_string());
         let (module, parked, metrics) = (self.module.clone(), self.parked.clone(), self.metrics.clone());
         let relay = mcp_relay::relay_opt_in_for(&capabilities, modern);
         let answer = respond(capabilities, client, move |caller| async move {
             let _tracked = tracked;
-            let counted = metrics.proxied_request(&app_id, "tools/call");
+            let counted = metrics.proxied_request(&app_id, method);
             let call_id = module.next_call_id();
             let forward = AppRequest {
                 session_id: session_id.into(),
                 relay: RSome(relay),
-                ..mcp_relay::app_request(call_id, &app_id, "tools/call", &params)
+                ..mcp_relay::app_request(call_id, &app_id, method, &params)
             };
             let forwarding = module.clone();
             let call = module.relayed(call_id, async move { forwarding.forward(forward).await });
             let outcome = mcp_relay::drive(call, &caller, &module, &parked).await;
             let (reply, counted_as) = match outcome {
+                Ok(Outcome::Done(forwarded)) if method == RESOURCES_READ => match answer::read_resource_reply(&app_id, &id, forwarded, modern, None) {
+                    Ok(body) => (Message::ok(body), ProxiedOutcome::Ok),
+                    Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
+                },
                 Ok(Outcome::Done(forwarded)) => match answer::tool_call_reply(&app_id, &id, forwarded, modern) {
                     Ok((body, is_error)) => (Message::ok(body), if is_error { ProxiedOutcome::ToolError } else { ProxiedOutcome::Ok }),
                     Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
@@ -229,7 +250,11 @@ impl Message {
 
     /// An error response, with the status rmcp gives it for a 2026-07-28 request (`modern`);
     /// in an initialize-era session an error is a message like any other (200).
-    pub fn error(id: &Value, error: ErrorData, modern: bool) -> Message {
+    pub fn error(id: &Value, mut error: ErrorData, modern: bool) -> Message {
+        // rmcp's server gives a 2026-07-28 client the standard code for a resource not found.
+        if modern && error.code == ErrorCode::RESOURCE_NOT_FOUND {
+            error.code = ErrorCode::INVALID_PARAMS;
+        }
         let status = if modern { status_of(&error) } else { StatusCode::OK };
         Message::of(&ServerJsonRpcMessage::error(error, serde_json::from_value(id.clone()).ok()), status)
     }
@@ -331,27 +356,34 @@ fn plain_post(method: &Method, headers: &HeaderMap) -> bool {
     method == Method::POST && json_body && accepts_json_and_sse(headers)
 }
 
-/// The parts of a plain `tools/call` request: its id (an integer or a string), the tool's name
-/// (printable ASCII) and `params` with object `arguments` (or none), and no task request or
-/// retry (`task`, `inputResponses`, `requestState`).
-fn plain_call(message: &Value) -> Option<(&Value, &str, &Map<String, Value>)> {
+/// The parts of a plain request of the short way's: its method, what it is for (printable
+/// ASCII, as `Mcp-Name` carries it as it is) and `params`; an id that is an integer or a
+/// string. A call with object `arguments` (or none) and no task request or retry (`task`,
+/// `inputResponses`, `requestState`); a read with nothing but `uri` and `_meta` (rmcp's
+/// path drops any other member, and a retry is rmcp's).
+fn plain_request(message: &Value) -> Option<(&'static str, &str, &Map<String, Value>)> {
     let request = message.as_object()?;
-    if request.get("jsonrpc")?.as_str()? != jsonrpc::VERSION || request.get("method")?.as_str()? != "tools/call" {
+    if request.get("jsonrpc")?.as_str()? != jsonrpc::VERSION {
         return None;
     }
+    let asked = request.get("method")?.as_str()?;
+    let (method, member) = METHODS.into_iter().find(|(method, _)| *method == asked)?;
     let id = request.get("id")?;
     if !(id.is_string() || id.is_i64() || id.is_u64()) || request.keys().any(|k| !matches!(k.as_str(), "jsonrpc" | "id" | "method" | "params")) {
         return None;
     }
     let params = request.get("params")?.as_object()?;
-    let name = params.get("name")?.as_str()?;
+    let name = params.get(member)?.as_str()?;
     if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
         return None;
     }
-    if params.get("arguments").is_some_and(|a| !a.is_object()) || ["task", "inputResponses", "requestState"].iter().any(|k| params.contains_key(*k)) {
-        return None;
-    }
-    Some((id, name, params))
+    let plain = match method {
+        TOOLS_CALL => {
+            params.get("arguments").is_none_or(Value::is_object) && !["task", "inputResponses", "requestState"].iter().any(|k| params.contains_key(*k))
+        }
+        _ => params.keys().all(|k| k == "uri" || k == "_meta"),
+    };
+    plain.then_some((method, name, params))
 }
 
 /// The request, if the short way may answer it as a 2026-07-28 one (see the module docs).
@@ -362,14 +394,14 @@ pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderM
     if headers.contains_key("mcp-session-id") || !plain_post(method, headers) {
         return None;
     }
-    if single(headers, "mcp-protocol-version")? != MODERN || single(headers, "mcp-method")? != "tools/call" {
+    if single(headers, "mcp-protocol-version")? != MODERN {
         return None;
     }
     if headers.keys().any(|name| name.as_str().starts_with("mcp-param-")) {
         return None;
     }
-    let (_, name, params) = plain_call(message)?;
-    if single(headers, "mcp-name")? != name {
+    let (method, name, params) = plain_request(message)?;
+    if single(headers, "mcp-method")? != method || single(headers, "mcp-name")? != name {
         return None;
     }
     let meta = params.get("_meta")?.as_object()?;
@@ -384,7 +416,7 @@ pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderM
         return None;
     }
     // Taken out of the message, not copied: the envelope's keys leave `_meta`, the rest goes on.
-    let (id, name, mut params) = take_call(message);
+    let (id, name, mut params) = take_request(message, method);
     let mut meta = match params.remove("_meta") {
         Some(Value::Object(meta)) => meta,
         _ => Map::new(),
@@ -398,18 +430,19 @@ pub fn eligible(compatibility: Compatibility, method: &Method, headers: &HeaderM
     if !meta.is_empty() {
         params.insert("_meta".into(), Value::Object(meta));
     }
-    Some(Eligible { id, name, params, capabilities })
+    Some(Eligible { id, method, name, params, capabilities })
 }
 
-/// The id, tool name and params of a message [`plain_call`] accepted, taken out of it.
-fn take_call(message: &mut Value) -> (Value, String, Map<String, Value>) {
+/// The id, name (or URI) and params of a message [`plain_request`] accepted, taken out of it.
+fn take_request(message: &mut Value, method: &str) -> (Value, String, Map<String, Value>) {
     let Some(request) = message.as_object_mut() else { return (Value::Null, String::new(), Map::new()) };
     let id = request.remove("id").unwrap_or(Value::Null);
     let params = match request.remove("params") {
         Some(Value::Object(params)) => params,
         _ => Map::new(),
     };
-    let name = params.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let member = METHODS.iter().find(|(m, _)| *m == method).map_or("name", |(_, member)| member);
+    let name = params.get(member).and_then(Value::as_str).unwrap_or_default().to_string();
     (id, name, params)
 }
 
@@ -428,15 +461,15 @@ pub fn eligible_in_session(sessions: &KnownSessions, method: &Method, headers: &
             return None;
         }
     }
-    let (_, _, params) = plain_call(message)?;
+    let (method, _, params) = plain_request(message)?;
     if let Some(meta) = params.get("_meta") {
         let meta = meta.as_object()?;
         if meta.keys().any(|k| k == "progressToken" || k.starts_with("io.modelcontextprotocol/")) {
             return None;
         }
     }
-    let (id, name, params) = take_call(message);
-    let request = Eligible { id, name, params, capabilities: session.capabilities.clone() };
+    let (id, name, params) = take_request(message, method);
+    let request = Eligible { id, method, name, params, capabilities: session.capabilities.clone() };
     Some((request, session))
 }
 
