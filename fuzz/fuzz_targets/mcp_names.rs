@@ -6,10 +6,13 @@
 //!   URI, exactly (so no two apps' URIs collide, and the app gets its own URI again); a URI read
 //!   back, rewritten again, is the URI that was read;
 //! - a cursor the gateway makes reads back as itself;
-//! - rewriting the URIs of any JSON result never panics and changes no value other than a string.
+//! - rewriting the URIs of any JSON result never panics and changes no value other than a string;
+//! - the reply to a `resources/read` written from the one pass over the app's result
+//!   (`answer.rs` `read_result_reply`) is the very bytes rmcp's path writes for it, or the same
+//!   error, on `/apps/mcp` and `/mcp`, for 2026-07-28 clients and earlier ones.
 #![no_main]
 
-use gateway_host::fuzzing::{restore_uri, rewrite_result_uris, rewrite_uri, Cursor};
+use gateway_host::fuzzing::{read_result_reply, read_result_reply_as_rmcp, restore_uri, rewrite_result_uris, rewrite_uri, Cursor};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -48,6 +51,19 @@ fuzz_target!(|data: &[u8]| {
         let before = result.clone();
         rewrite_result_uris(&provider, &mut result);
         assert_same_shape(&before, &result);
+    }
+
+    let id = Value::from(7);
+    for modern in [true, false] {
+        for provider in [None, Some(provider.as_str())] {
+            let ours = read_result_reply("app", &id, text, modern, provider);
+            let rmcps = read_result_reply_as_rmcp("app", &id, text, modern, provider);
+            match (ours, rmcps) {
+                (Ok(ours), Ok(rmcps)) => assert_eq!(ours, rmcps, "{text:?}"),
+                (Err(ours), Err(rmcps)) => assert_eq!((ours.code, ours.message), (rmcps.code, rmcps.message), "{text:?}"),
+                (ours, rmcps) => panic!("{text:?}: {ours:?} against rmcp's {rmcps:?}"),
+            }
+        }
     }
 });
 

@@ -187,13 +187,16 @@ impl<'de> Deserialize<'de> for IgnoredAnyValue {
 /// them. `provider` names the app whose URIs `/mcp` rewrites (`namespacing.rs`); `None` on
 /// `/apps/mcp`.
 pub fn read_resource_reply(app_id: &str, id: &Value, forwarded: Forwarded, modern: bool, provider: Option<&str>) -> Result<String, ErrorData> {
-    const METHOD: &str = "resources/read";
-    let raw = match forwarded {
-        Ok(AppAnswer::Result(text)) => text,
-        Ok(AppAnswer::Error(error)) => return Err(rpc_error(error)),
-        Err(e) => return Err(forwarding_failed(app_id, e)),
-    };
-    let read = read_result(raw.as_str()).and_then(|mut result| {
+    match forwarded {
+        Ok(AppAnswer::Result(text)) => read_result_reply(app_id, id, text.as_str(), modern, provider),
+        Ok(AppAnswer::Error(error)) => Err(rpc_error(error)),
+        Err(e) => Err(forwarding_failed(app_id, e)),
+    }
+}
+
+/// [`read_resource_reply`] of an app's result `raw`.
+pub fn read_result_reply(app_id: &str, id: &Value, raw: &str, modern: bool, provider: Option<&str>) -> Result<String, ErrorData> {
+    let read = read_result(raw).and_then(|mut result| {
         if let Some(provider) = provider {
             for contents in &mut result.contents {
                 contents.uri = namespacing::rewrite_uri(provider, &contents.uri);
@@ -204,14 +207,10 @@ pub fn read_resource_reply(app_id: &str, id: &Value, forwarded: Forwarded, moder
         }
         read_reply(id, &result, modern, raw.len())
     });
-    if let Some(body) = read {
-        return Ok(body);
+    match read {
+        Some(body) => Ok(body),
+        None => read_result_reply_as_rmcp(app_id, id, raw, modern, provider),
     }
-    let mut value = result_for(modern, app_id, METHOD, Ok(AppAnswer::Result(raw)))?;
-    if let Some(provider) = provider {
-        namespacing::rewrite_result_uris(provider, &mut value);
-    }
-    read_reply_as_rmcp(id, value, modern)
 }
 
 /// The reply [`read_resource_reply`] writes from what the one pass read; `None` if a string
@@ -266,9 +265,15 @@ fn read_reply(id: &Value, result: &ReadResult, modern: bool, size: usize) -> Opt
     Some(body)
 }
 
-/// A read's result as the protocol library's path writes it: rmcp's type, its cache hints
-/// filled in for a 2026-07-28 client, its `resultType` dropped for an earlier one.
-fn read_reply_as_rmcp(id: &Value, value: Value, modern: bool) -> Result<String, ErrorData> {
+/// A read's reply as the protocol library's path writes it: the result a tree, its URIs named
+/// `/mcp`'s way (`provider`), rmcp's type, its cache hints filled in for a 2026-07-28 client,
+/// its `resultType` dropped for an earlier one. What [`read_result_reply`] falls back to, and
+/// the reference its tests and the `mcp_names` fuzz target hold it to.
+pub fn read_result_reply_as_rmcp(app_id: &str, id: &Value, raw: &str, modern: bool, provider: Option<&str>) -> Result<String, ErrorData> {
+    let mut value = result_for(modern, app_id, "resources/read", Ok(AppAnswer::Result(raw.into())))?;
+    if let Some(provider) = provider {
+        namespacing::rewrite_result_uris(provider, &mut value);
+    }
     let mut result = ServerResult::ReadResourceResult(typed("resources/read", value)?);
     if modern {
         result.fill_missing_cache_hints();
@@ -290,10 +295,16 @@ fn push_json(body: &mut String, value: &impl serde::Serialize) {
 /// and as it does: `\"`, `\\`, the five short forms, other control characters as `\u00xx` in
 /// lower case, and nothing else. Such a string is the same bytes when rmcp writes it again.
 fn escaped_as_serde_json_escapes(token: &str) -> bool {
-    let mut rest = token.get(1..token.len().saturating_sub(1)).unwrap_or_default();
-    while let Some(at) = rest.find('\\') {
-        let escape = rest.as_bytes().get(at + 1..).unwrap_or_default();
-        let length = match escape {
+    let inner = token.as_bytes().get(1..token.len().saturating_sub(1)).unwrap_or_default();
+    // Every backslash found in one vectorised sweep (a UI page has thousands of escapes: a
+    // search started afresh at each cost a seventh of a read's gateway CPU); one that an escape
+    // before it consumed (`\\`) is skipped.
+    let mut next = 0;
+    for at in memchr::memchr_iter(b'\\', inner) {
+        if at < next {
+            continue;
+        }
+        let length = match inner.get(at + 1..).unwrap_or_default() {
             [b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't', ..] => 1,
             [b'u', b'0', b'0', high @ (b'0' | b'1'), low, ..] if low.is_ascii_digit() || (b'a'..=b'f').contains(low) => {
                 let code = (high - b'0') * 16 + if low.is_ascii_digit() { low - b'0' } else { low - b'a' + 10 };
@@ -304,7 +315,7 @@ fn escaped_as_serde_json_escapes(token: &str) -> bool {
             }
             _ => return false,
         };
-        rest = &rest[at + 1 + length..];
+        next = at + 1 + length;
     }
     true
 }
@@ -585,16 +596,6 @@ mod tests {
         assert_eq!((e.code, e.message.as_ref()), (ErrorCode::INVALID_PARAMS, "Unknown tool"));
     }
 
-    /// What rmcp's path writes for a read's answer: the tree, the URIs `/mcp` rewrites, rmcp's
-    /// type and what its server does for the client's revision.
-    fn read_the_long_way(text: &str, modern: bool, provider: Option<&str>) -> Result<String, ErrorData> {
-        let mut value = result_for(modern, "a", "resources/read", answer(text))?;
-        if let Some(provider) = provider {
-            namespacing::rewrite_result_uris(provider, &mut value);
-        }
-        read_reply_as_rmcp(&json!(9), value, modern)
-    }
-
     /// A read's reply is the same bytes the protocol library's path writes, for every client
     /// and endpoint, whichever way the answer is read: the one pass where it takes it (the
     /// usual answers, escaped any way), rmcp's way for the rest.
@@ -636,7 +637,7 @@ mod tests {
             for modern in [true, false] {
                 for provider in [None, Some("mcp:docs")] {
                     let ours = read_resource_reply("a", &json!(9), answer(text), modern, provider);
-                    let rmcps = read_the_long_way(text, modern, provider);
+                    let rmcps = read_result_reply_as_rmcp("a", &json!(9), text, modern, provider);
                     match (&ours, &rmcps) {
                         (Ok(ours), Ok(rmcps)) => assert_eq!(ours, rmcps, "{text} (modern: {modern}, {provider:?})"),
                         (Err(ours), Err(rmcps)) => assert_eq!((ours.code, &ours.message), (rmcps.code, &rmcps.message), "{text}"),
@@ -651,7 +652,7 @@ mod tests {
 
     #[test]
     fn only_serde_jsons_own_escapes_pass_as_written() {
-        for token in [r#""""#, r#""plain é ✓""#, r#""\" \\ \b \f \n \r \t""#, r#""\u0000 \u001f \u000b \u0011""#, "\"\u{7f}\""] {
+        for token in [r#""""#, r#""plain é ✓""#, r#""\" \\ \b \f \n \r \t""#, r#""\u0000 \u001f \u000b \u0011""#, "\"\u{7f}\"", r#""\\u00e9 \\/ \\\\""#] {
             assert!(escaped_as_serde_json_escapes(token), "{token}");
             let decoded: String = serde_json::from_str(token).unwrap();
             assert_eq!(serde_json::to_string(&decoded).unwrap(), token, "what the check passes is what serde_json writes");

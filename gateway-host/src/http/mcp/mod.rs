@@ -3,12 +3,12 @@
 //! server's resources, prompts and completions under [`namespacing`]'s names).
 //!
 //! A request passes [`jsonrpc_gate`] (one parse, strict JSON-RPC), then either the short way
-//! ([`pass_through`]: a plain `tools/call` relayed as it is) or rmcp's Streamable HTTP server.
+//! ([`pass_through`]: a plain `tools/call` or `resources/read` relayed as it is) or rmcp's Streamable HTTP server.
 //! [`mcp_relay`] carries what an app does during a call back to its client; [`mcp_tasks`] runs
 //! calls as MCP Tasks; [`known_sessions`] and [`mcp_sessions`] keep the initialize-era sessions;
 //! [`resource_holds`] keeps resource subscriptions.
 
-mod answer;
+pub(crate) mod answer;
 pub mod apps_mcp;
 pub mod endpoint_config;
 pub mod gateway_mcp;

@@ -553,7 +553,13 @@ impl SseReader {
 fn parse_event(event: &[u8]) -> (Option<String>, Option<String>) {
     let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let (mut id, mut data): (Option<Vec<u8>>, Option<Vec<u8>>) = (None, None);
-    for line in event.split(|&b| b == b'\n') {
+    // Lines found with `memchr` (a split by a closure tests each byte: a tenth of a UI read's
+    // gateway CPU went to it).
+    let mut start = 0;
+    let ends = memchr::memchr_iter(b'\n', event).chain(std::iter::once(event.len()));
+    for end in ends {
+        let line = &event[start..end];
+        start = end + 1;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         let (field, value) = match memchr::memchr(b':', line) {
             Some(colon) => (&line[..colon], line[colon + 1..].strip_prefix(b" ").unwrap_or(&line[colon + 1..])),
