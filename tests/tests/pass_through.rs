@@ -156,22 +156,12 @@ fn an_input_required_round_starts_on_the_short_way_and_ends_on_the_long_one() {
 /// A 2026-07-28 `resources/read` of `uri`; the long way's has a progress token in `_meta`
 /// (which the short way leaves to rmcp).
 fn read(gw: &GatewayProcess, path: &str, uri: &str, long_way: bool) -> Reply {
-    let mut meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { "name": "pass-through-e2e", "version": "1" },
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
+    let (headers, body) = stateless_request("resources/read", uri, json!({ "uri": uri }), "pass-through-e2e");
+    let mut body: Value = serde_json::from_str(&body).unwrap();
+    body["id"] = json!(4);
     if long_way {
-        meta["progressToken"] = json!("long-way");
+        body["params"]["_meta"]["progressToken"] = json!("long-way");
     }
-    let body = json!({ "jsonrpc": "2.0", "id": 4, "method": "resources/read", "params": { "uri": uri, "_meta": meta } });
-    let headers = vec![
-        ("content-type", "application/json".to_string()),
-        ("accept", "application/json, text/event-stream".to_string()),
-        ("mcp-protocol-version", "2026-07-28".to_string()),
-        ("mcp-method", "resources/read".to_string()),
-        ("mcp-name", uri.to_string()),
-    ];
     send(gw, path, &headers, &body)
 }
 

@@ -330,19 +330,24 @@ pub fn process_alive(pid: i32) -> bool {
 
 /// A stateless 2026-07-28 `tools/call` request as an MCP client sends it: its headers and body.
 pub fn stateless_tools_call(tool: &str, arguments: Value, client: &str) -> (Vec<(&'static str, String)>, String) {
-    let meta = json!({
+    stateless_request("tools/call", tool, json!({ "name": tool, "arguments": arguments }), client)
+}
+
+/// A stateless 2026-07-28 request of `method` for `name` (a tool's name, a resource's URI:
+/// what `Mcp-Name` carries) with `params`, the revision's envelope added to their `_meta`.
+pub fn stateless_request(method: &str, name: &str, mut params: Value, client: &str) -> (Vec<(&'static str, String)>, String) {
+    params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": { "name": client, "version": "1" },
         "io.modelcontextprotocol/clientCapabilities": {},
     });
-    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": { "name": tool, "arguments": arguments, "_meta": meta } });
+    let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
     let headers = vec![
         ("content-type", "application/json".to_string()),
         ("accept", "application/json, text/event-stream".to_string()),
         ("mcp-protocol-version", "2026-07-28".to_string()),
-        ("mcp-method", "tools/call".to_string()),
-        ("mcp-name", tool.to_string()),
+        ("mcp-method", method.to_string()),
+        ("mcp-name", name.to_string()),
     ];
     (headers, body.to_string())
 }
