@@ -18,7 +18,7 @@
 //! - the message the gate hands on beside the body (`Gated`, read in one pass with the key check)
 //!   is what serde_json reads from the body, and the short way's eligibility check
 //!   (`pass_through::eligible`, with the headers a client would send for it) never panics and
-//!   takes only a `tools/call` with the name and id it was sent.
+//!   takes only a `tools/call` or a `resources/read` with the name (or URI) and id it was sent.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -59,7 +59,9 @@ fn short_way(message: &Value) {
     headers.insert(header::ACCEPT, "application/json, text/event-stream".parse().unwrap());
     headers.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
     headers.insert("mcp-protocol-version", "2026-07-28".parse().unwrap());
-    for (name, value) in [("mcp-method", &message["method"]), ("mcp-name", &message["params"]["name"])] {
+    // What `Mcp-Name` carries: a call's tool, a read's URI.
+    let member = if message["method"] == "resources/read" { "uri" } else { "name" };
+    for (name, value) in [("mcp-method", &message["method"]), ("mcp-name", &message["params"][member])] {
         if let Some(value) = value.as_str().and_then(|v| v.parse().ok()) {
             headers.insert(name, value);
         }
@@ -68,8 +70,9 @@ fn short_way(message: &Value) {
     let mut taken = message.clone();
     match eligible(compatibility, &Method::POST, &headers, &mut taken) {
         Some(short) => {
-            assert_eq!(message["method"], "tools/call", "{message}");
-            assert_eq!(message["params"]["name"], short.name.as_str(), "{message}");
+            assert!(message["method"] == "tools/call" || message["method"] == "resources/read", "{message}");
+            assert_eq!(message["method"], short.method, "{message}");
+            assert_eq!(message["params"][member], short.name.as_str(), "{message}");
             assert_eq!(message["id"], short.id, "{message}");
             assert!(!short.params.get("_meta").is_some_and(|m| m.get("io.modelcontextprotocol/protocolVersion").is_some()), "the envelope stays: {message}");
         }
