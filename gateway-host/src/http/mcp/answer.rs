@@ -176,11 +176,12 @@ impl<'de> Deserialize<'de> for IgnoredAnyValue {
 /// rmcp's path parses it into a tree, then into its types, and writes every string of it out
 /// again, escaping each character. One pass ([`read_result`]) reads the result instead, keeping
 /// each content's `text` or `blob` as the app wrote it; these go out unchanged when they are
-/// escaped as serde_json escapes (what every serde_json, JSON.stringify or Python app writes),
-/// everything else (URIs, MIME types, `_meta`) written from what was read, in rmcp's order of
-/// fields. An answer outside what the pass takes (unknown shapes, a `cacheScope` of `""`, a
-/// `resultType` other than `complete`, an array for an object) is read the protocol library's
-/// way ([`read_reply_as_rmcp`]), so both ways give the same bytes.
+/// escaped as serde_json escapes (as serde_json and `JSON.stringify` write them; any other
+/// escaping is decoded and written again), everything else (URIs, MIME types, `_meta`) written
+/// from what was read, in rmcp's order of fields. An answer outside what the pass takes
+/// (unknown shapes, a `cacheScope` of `""`, a `resultType` other than `complete`, an array for
+/// an object) is read the protocol library's way ([`read_result_reply_as_rmcp`]), so both ways
+/// give the same bytes.
 ///
 /// For a 2026-07-28 client (`modern`) the result has `resultType` and the cache hints (`ttlMs`
 /// 0 and `cacheScope` `private` when the app gave none), an initialize-era client none of
