@@ -24,5 +24,7 @@ pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
 /// The gateway's own (server-error range): the upstream request timed out or the app was lost
 /// mid-call.
 pub const UPSTREAM_FAILED: i32 = -32001;
-/// The gateway's own (server-error range): the app is unknown or not Running.
-pub const APP_UNAVAILABLE: i32 = -32002;
+/// The gateway's own (server-error range): the app is unknown or not Running. Not -32002:
+/// that is MCP's "resource not found", which rmcp's server turns into -32602 for a 2026-07-28
+/// client, so a client could not tell an app that is down from a URI it got wrong.
+pub const APP_UNAVAILABLE: i32 = -32010;

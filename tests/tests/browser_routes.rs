@@ -315,18 +315,18 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     // at a running app; the URL picks the app for each request).
     for method in ["tools/list", "tools/call"] {
         let e = rpc(&gw, "nope", &session, method, json!({"name": "echo"}));
-        assert_eq!(e["error"]["code"], -32002, "{method}: {e}");
+        assert_eq!(e["error"]["code"], -32010, "{method}: {e}");
         assert!(e["error"]["message"].as_str().unwrap().contains("'nope'"), "{e}");
         assert_eq!(e["error"]["data"]["appId"], "nope");
     }
     let init_nope = post_raw(&gw, "nope", "", &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "e2e", "version": "1"}}}).to_string());
     let e = message_with_id(&init_nope, &json!(0));
-    assert_eq!(e["error"]["code"], -32002, "{e}");
+    assert_eq!(e["error"]["code"], -32010, "{e}");
     assert_eq!(app_state(&gw, "off"), "disabled");
     for method in ["tools/list", "resources/read"] {
         let e = rpc(&gw, "off", &session, method, json!({"uri": "ui://x"}));
-        assert_eq!(e["error"]["code"], -32002, "{method}: {e}");
+        assert_eq!(e["error"]["code"], -32010, "{method}: {e}");
         assert_eq!(e["error"]["data"], json!({"appId": "off", "state": "disabled"}), "{e}");
         assert!(e["error"]["message"].as_str().unwrap().contains("disabled"), "{e}");
     }

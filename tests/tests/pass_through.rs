@@ -108,6 +108,15 @@ fn the_short_way_answers_what_the_protocol_library_answers() {
             }
         }
     }
+    // An app that is not there gets the gateway's own code both ways, on a call and on a read:
+    // not MCP's -32002 (a resource not found), which rmcp's server turns into -32602 for a
+    // 2026-07-28 client, so that an app that is down read as a bad parameter.
+    for long_way in [false, true] {
+        for reply in [post(&gw, "/apps/mcp/nope", "echo", json!({ "text": "x" }), json!({}), long_way), read(&gw, "/apps/mcp/nope", "ui://x", long_way)] {
+            let error = &reply.messages[0]["error"];
+            assert_eq!((&error["code"], &error["data"]["appId"]), (&json!(-32010), &json!("nope")), "long way {long_way}: {reply:?}");
+        }
+    }
     // The short way is counted like the long one.
     assert!(proxied(&gw, "pts", "ok") >= 2 && proxied(&gw, "pts", "tool_error") >= 2, "{}", reqwest::blocking::get(gw.url("/metrics")).unwrap().text().unwrap());
 }

@@ -14,7 +14,7 @@
 //! What must hold:
 //! - every failed call is classified; the only failures allowed are the documented ones of an app
 //!   that was deliberately disturbed (killed, or reloaded by its manifest change), for that app,
-//!   during that disturbance: `-32002` (app unavailable) / `Error: … is not running`, `-32001`
+//!   during that disturbance: `-32010` (app unavailable) / `Error: … is not running`, `-32001`
 //!   (upstream failed: the session was lost) / `Error: McpApp '…': …`, and on `/mcp` `unknown tool`
 //!   (its tools were withdrawn). A swap and a workspace edit must cost no call at all;
 //! - no chat turn is lost: each ends with `result` and `done`, and the sessions' turn counts
@@ -167,7 +167,7 @@ fn judge(response: &Value, text: &str) -> Result<(), (&'static str, String)> {
     if let Some(error) = response.get("error") {
         let message = error["message"].as_str().unwrap_or_default();
         let class = match error["code"].as_i64() {
-            Some(-32002) => "app_unavailable",
+            Some(-32010) => "app_unavailable",
             Some(-32001) => "upstream_lost",
             Some(-32602) if message.contains("unknown tool") => "tool_withdrawn",
             _ => "jsonrpc_error",

@@ -519,6 +519,29 @@ mod tests {
         assert_eq!(jsonrpc::MISSING_REQUIRED_CLIENT_CAPABILITY, ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0);
     }
 
+    /// The gateway's own codes are none of MCP's: a client must be able to tell an app that is
+    /// down from a resource not found (-32002, which rmcp's server rewrites for 2026-07-28
+    /// clients) or from any other code the protocol gives a meaning.
+    #[test]
+    fn the_gateways_own_codes_are_none_of_mcps() {
+        let mcp = [
+            ErrorCode::UNSUPPORTED_PROTOCOL_VERSION,
+            ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+            ErrorCode::HEADER_MISMATCH,
+            ErrorCode::RESOURCE_NOT_FOUND,
+            ErrorCode::INVALID_REQUEST,
+            ErrorCode::METHOD_NOT_FOUND,
+            ErrorCode::INVALID_PARAMS,
+            ErrorCode::INTERNAL_ERROR,
+            ErrorCode::PARSE_ERROR,
+        ];
+        // -32042: URL elicitation required (MCP 2025-11-25), not among rmcp's constants.
+        for own in [jsonrpc::APP_UNAVAILABLE, jsonrpc::UPSTREAM_FAILED] {
+            assert!(mcp.iter().all(|code| code.0 != own) && own != -32042, "{own}");
+            assert!((-32099..=-32000).contains(&own), "{own}: the server-error range");
+        }
+    }
+
     /// A notification as rmcp's client receives it off the wire, numbered by `Sequenced`.
     fn received(message: Value, seq: u64) -> ServerNotification {
         let mut notification: ServerNotification = serde_json::from_value(message).unwrap();

@@ -108,37 +108,31 @@ impl<'de> Visitor<'de> for ToolResultVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ToolResultFacts, A::Error> {
         use serde::de::Error;
         let mut facts = ToolResultFacts::default();
-        let (mut content, mut structured, mut is_error, mut meta, mut result_type) = (false, false, false, false, false);
+        let mut seen = Vec::new();
         let mut known = false;
-        let once = |seen: &mut bool, key: &str| -> Result<(), A::Error> {
-            if std::mem::replace(seen, true) {
-                return Err(A::Error::custom(format!("duplicate field `{key}`")));
-            }
-            Ok(())
-        };
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
                 "content" => {
-                    once(&mut content, "content")?;
+                    first_time(&mut seen, "content")?;
                     known |= map.next_value::<Option<Vec<ContentBlock>>>()?.is_some();
                 }
                 "structuredContent" => {
-                    once(&mut structured, "structuredContent")?;
+                    first_time(&mut seen, "structuredContent")?;
                     map.next_value::<IgnoredAny>()?;
                     known = true;
                 }
                 "isError" => {
-                    once(&mut is_error, "isError")?;
+                    first_time(&mut seen, "isError")?;
                     let value = map.next_value::<Option<bool>>()?;
                     known |= value.is_some();
                     facts.is_error = value == Some(true);
                 }
                 "_meta" => {
-                    once(&mut meta, "_meta")?;
+                    first_time(&mut seen, "_meta")?;
                     map.next_value::<Option<std::collections::HashMap<String, IgnoredAnyValue>>>()?;
                 }
                 "resultType" => {
-                    once(&mut result_type, "resultType")?;
+                    first_time(&mut seen, "resultType")?;
                     facts.has_result_type = true;
                     if map.next_value::<Option<ResultType>>()?.is_some_and(|t| !t.is_complete()) {
                         return Err(A::Error::custom("CallToolResult requires resultType to be \"complete\" when present"));
@@ -217,10 +211,8 @@ pub fn read_result_reply(app_id: &str, id: &Value, raw: &str, modern: bool, prov
 /// The reply [`read_resource_reply`] writes from what the one pass read; `None` if a string
 /// escaped otherwise than serde_json escapes does not read as one (a lone surrogate).
 fn read_reply(id: &Value, result: &ReadResult, modern: bool, size: usize) -> Option<String> {
-    let mut body = String::with_capacity(size + 256);
-    body.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
-    body.push_str(&id.to_string());
-    body.push_str(",\"result\":{");
+    let mut body = response_head(id, size + 256);
+    body.push('{');
     if modern {
         let scope = match result.cache_scope {
             Some(CacheScope::Public) => "public",
@@ -482,15 +474,25 @@ impl<'de> Visitor<'de> for ReadContentsVisitor {
     }
 }
 
+/// A JSON-RPC response's text up to its result, `{"jsonrpc":"2.0","id":<id>,"result":`, with
+/// room for `capacity` bytes more: every reply this module writes starts here, and its writer
+/// adds the result and the closing `}`.
+fn response_head(id: &Value, capacity: usize) -> String {
+    use std::fmt::Write as _;
+    let mut body = String::with_capacity(capacity + 64);
+    body.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
+    // A `Value` displays as its compact JSON, written straight into the body.
+    let _ = write!(body, "{id}");
+    body.push_str(",\"result\":");
+    body
+}
+
 /// The JSON-RPC response text for `result`, written straight from its type into the body (no
 /// tree, no second string between).
 pub fn response_text(id: &Value, result: &impl serde::Serialize) -> String {
-    let mut body = Vec::with_capacity(256);
-    body.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    // Writing to a `Vec` fails only for a map with keys that are not strings, which an id (a
-    // JSON value) and rmcp's result types cannot have; `{}` would stand in for such a result.
-    let _ = serde_json::to_writer(&mut body, id);
-    body.extend_from_slice(b",\"result\":");
+    let mut body = response_head(id, 256).into_bytes();
+    // Writing to a `Vec` fails only for a map with keys that are not strings, which rmcp's
+    // result types cannot have; `{}` would stand in for such a result.
     let mark = body.len();
     if serde_json::to_writer(&mut body, result).is_err() {
         body.truncate(mark);
@@ -515,10 +517,7 @@ pub fn tool_call_reply(app_id: &str, id: &Value, forwarded: Forwarded, modern: b
     };
     let raw = raw.as_str();
     let facts = tool_result(raw).map_err(|e| invalid_result(METHOD, e))?;
-    let mut body = String::with_capacity(raw.len() + 64);
-    body.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
-    body.push_str(&id.to_string());
-    body.push_str(",\"result\":");
+    let mut body = response_head(id, raw.len() + 64);
     match (modern, &facts) {
         (true, ToolResultFacts { has_result_type: true, .. }) => body.push_str(raw),
         (true, _) => {

@@ -826,7 +826,7 @@ impl GatewayPassThrough {
             };
             let (provider, original) = match owner {
                 Ok(owner) => owner,
-                Err(e) => return Message::error_for(pass_through::RESOURCES_READ, &id, e, modern),
+                Err(e) => return Message::error(&id, e, modern),
             };
             params.insert("uri".into(), Value::String(original));
             let call_id = module.next_call_id();
@@ -840,11 +840,11 @@ impl GatewayPassThrough {
             match mcp_relay::drive(call, &caller, &module, &parked).await {
                 Ok(Outcome::Done((key, forwarded))) => match answer::read_resource_reply(&key, &id, forwarded, modern, Some(&key)) {
                     Ok(body) => Message::ok(body),
-                    Err(e) => Message::error_for(pass_through::RESOURCES_READ, &id, e, modern),
+                    Err(e) => Message::error(&id, e, modern),
                 },
                 Ok(Outcome::InputRequired(input)) => Message::input_required(&id, input),
                 Err(_) if !modern && caller.cancelled.is_cancelled() => Message::none(),
-                Err(e) => Message::error_for(pass_through::RESOURCES_READ, &id, e, modern),
+                Err(e) => Message::error(&id, e, modern),
             }
         })
         .await

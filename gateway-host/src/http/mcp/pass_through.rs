@@ -147,16 +147,16 @@ impl PassThrough {
             let (reply, counted_as) = match outcome {
                 Ok(Outcome::Done(forwarded)) if method == RESOURCES_READ => match answer::read_resource_reply(&app_id, &id, forwarded, modern, None) {
                     Ok(body) => (Message::ok(body), ProxiedOutcome::Ok),
-                    Err(e) => (Message::error_for(method, &id, e, modern), ProxiedOutcome::Error),
+                    Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
                 },
                 Ok(Outcome::Done(forwarded)) => match answer::tool_call_reply(&app_id, &id, forwarded, modern) {
                     Ok((body, is_error)) => (Message::ok(body), if is_error { ProxiedOutcome::ToolError } else { ProxiedOutcome::Ok }),
-                    Err(e) => (Message::error_for(method, &id, e, modern), ProxiedOutcome::Error),
+                    Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
                 },
                 Ok(Outcome::InputRequired(input)) => (Message::input_required(&id, input), ProxiedOutcome::InputRequired),
                 Err(_) if caller.cancelled.is_cancelled() && !modern => (Message::none(), ProxiedOutcome::Cancelled),
-                Err(e) if caller.cancelled.is_cancelled() => (Message::error_for(method, &id, e, modern), ProxiedOutcome::Cancelled),
-                Err(e) => (Message::error_for(method, &id, e, modern), ProxiedOutcome::Error),
+                Err(e) if caller.cancelled.is_cancelled() => (Message::error(&id, e, modern), ProxiedOutcome::Cancelled),
+                Err(e) => (Message::error(&id, e, modern), ProxiedOutcome::Error),
             };
             counted.finish(counted_as);
             reply
@@ -248,22 +248,15 @@ impl Message {
         Message { status: StatusCode::OK, body }
     }
 
-    /// An error response, with the status rmcp gives it for a 2026-07-28 request (`modern`);
-    /// in an initialize-era session an error is a message like any other (200).
-    pub fn error(id: &Value, error: ErrorData, modern: bool) -> Message {
-        let status = if modern { status_of(&error) } else { StatusCode::OK };
-        Message::of(&ServerJsonRpcMessage::error(error, serde_json::from_value(id.clone()).ok()), status)
-    }
-
-    /// An error response to a request of `method`. rmcp's server gives a 2026-07-28 client
-    /// -32602 where a read's answer was -32002 (resource not found), and so does the short way;
-    /// a tool call's -32002 (the gateway's "app unavailable", `jsonrpc::APP_UNAVAILABLE`) stays
-    /// as the short way has always answered it.
-    pub fn error_for(method: &str, id: &Value, mut error: ErrorData, modern: bool) -> Message {
-        if modern && method == RESOURCES_READ && error.code == ErrorCode::RESOURCE_NOT_FOUND {
+    /// An error response, as rmcp's server gives it: for a 2026-07-28 request (`modern`) with
+    /// the status of its code, and -32602 where the error was -32002 (MCP's old "resource not
+    /// found", SEP-2164); in an initialize-era session an error is a message like any other (200).
+    pub fn error(id: &Value, mut error: ErrorData, modern: bool) -> Message {
+        if modern && error.code == ErrorCode::RESOURCE_NOT_FOUND {
             error.code = ErrorCode::INVALID_PARAMS;
         }
-        Message::error(id, error, modern)
+        let status = if modern { status_of(&error) } else { StatusCode::OK };
+        Message::of(&ServerJsonRpcMessage::error(error, serde_json::from_value(id.clone()).ok()), status)
     }
 
     /// The revision's `input_required` result (the call waits, parked, for the retry).
