@@ -185,6 +185,12 @@ struct StoreLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ViewLabels {
+    /// `tools` (the tool registry) or `apps` (`/mcp`'s multiplexer).
+    view: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ParseLabels {
     /// `host` or `module`: which side of the module boundary parsed.
     side: &'static str,
@@ -223,6 +229,7 @@ pub struct Metrics {
     chat_sessions_active: Gauge,
     module_swaps: Family<OutcomeLabels, Counter>,
     json_parses: Family<ParseLabels, Counter>,
+    module_listings: Family<ViewLabels, Counter>,
     session_store_up: Family<StoreLabels, Gauge>,
     /// Registry keys of the apps seen (in events and app lists): the only `app` values a URL can
     /// produce.
@@ -288,6 +295,12 @@ impl Metrics {
             "JSON parses on the message path of proxied requests (a debug counter, issue 40), by side of the module boundary and direction",
             json_parses.clone(),
         );
+        let module_listings = Family::<ViewLabels, Counter>::default();
+        registry.register(
+            "module_listings",
+            "Times a view the host keeps of the module listed it again (tools: the tool registry; apps: /mcp's multiplexer): after the module reported an app change, never for a name no app has",
+            module_listings.clone(),
+        );
         let session_store_up = Family::<StoreLabels, Gauge>::default();
         registry.register(
             "session_store_up",
@@ -313,6 +326,7 @@ impl Metrics {
             chat_sessions_active,
             module_swaps,
             json_parses,
+            module_listings,
             session_store_up,
             known_apps: RwLock::new(HashSet::new()),
             has_run: Mutex::new(HashSet::new()),
@@ -417,6 +431,11 @@ impl Metrics {
             }
         }
         self.chat_sessions_active.set(sessions.len() as i64);
+    }
+
+    /// One listing of the module by the view `view` (`tools`, `apps`).
+    pub fn module_listing(&self, view: &'static str) {
+        self.module_listings.get_or_create(&ViewLabels { view }).inc();
     }
 
     /// Whether the session store of kind `store` answered its last check.

@@ -367,7 +367,7 @@ impl RedisStore {
     }
 
     #[cfg(test)]
-    pub(crate) async fn raw_conn(&self) -> Conn {
+    async fn raw_conn(&self) -> Conn {
         self.conn().await.unwrap()
     }
 }

@@ -180,7 +180,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .nest_service("/mcp", {
             // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
             let mux = (!mcp::endpoint_config::tools_only(&state.settings)).then(|| {
-                let mux = mcp::multiplex::Multiplexer::new(state.module.clone());
+                let mux = mcp::multiplex::Multiplexer::new(state.module.clone(), state.metrics.clone());
                 mux.follow_module();
                 mux
             });

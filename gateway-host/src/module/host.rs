@@ -40,18 +40,29 @@ pub struct HostEvent {
 struct Events {
     sender: broadcast::Sender<HostEvent>,
     heard: Arc<AtomicU64>,
+    /// Of those, the app changes ([`is_app_change`]).
+    changes: Arc<AtomicU64>,
 }
 
 impl Events {
     fn new() -> Events {
-        Events { sender: broadcast::channel(1024).0, heard: Arc::new(AtomicU64::new(0)) }
+        Events { sender: broadcast::channel(1024).0, heard: Arc::new(AtomicU64::new(0)), changes: Arc::new(AtomicU64::new(0)) }
     }
 
     /// No receivers is normal (nobody listening yet); never blocks the module's thread.
     fn send(&self, kind: host_abi::EventKind, app_id: String, payload: Value) {
+        if is_app_change(kind) {
+            self.changes.fetch_add(1, Ordering::SeqCst);
+        }
         let seq = self.heard.fetch_add(1, Ordering::SeqCst) + 1;
         let _ = self.sender.send(HostEvent { kind, app_id, payload, seq });
     }
+}
+
+/// An event that changes what the host's views of the apps hold: an app's state or its tools.
+/// (An app's own notifications and a call's events do not.)
+fn is_app_change(kind: host_abi::EventKind) -> bool {
+    matches!(kind, host_abi::EventKind::AppStateChanged | host_abi::EventKind::ToolsChanged)
 }
 
 /// Receives the module's logs and events. Called on module threads: never blocks.
@@ -331,6 +342,12 @@ impl ModuleHost {
         self.events.heard.load(Ordering::SeqCst)
     }
 
+    /// How many of them were app changes (an app's state or tools): a view of the apps listed
+    /// after `n` of them reflects them all (`module/listed.rs`).
+    pub fn app_changes_heard(&self) -> u64 {
+        self.events.changes.load(Ordering::SeqCst)
+    }
+
     /// Follows the module's events for a view of the apps kept on the host's side (the tool
     /// registry, `/mcp`'s multiplexer): `refresh` now and after each burst of app changes (state,
     /// tools; debounced briefly, since a reload reports many apps at once), `each` for every
@@ -339,7 +356,6 @@ impl ModuleHost {
     where
         R: std::future::Future<Output = ()> + Send,
     {
-        let is_app_change = |e: &HostEvent| matches!(e.kind, host_abi::EventKind::AppStateChanged | host_abi::EventKind::ToolsChanged);
         let mut events = self.subscribe();
         tokio::spawn(async move {
             refresh().await;
@@ -347,7 +363,7 @@ impl ModuleHost {
                 match events.recv().await {
                     Ok(event) => {
                         each(&event);
-                        if !is_app_change(&event) {
+                        if !is_app_change(event.kind) {
                             continue;
                         }
                     }

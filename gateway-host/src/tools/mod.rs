@@ -23,6 +23,7 @@ use tokio::sync::broadcast;
 
 use crate::metrics::{Metrics, ToolOutcome};
 use crate::module::host::ModuleHost;
+use crate::module::listed::Listed;
 use builtin::Builtin;
 use names::ProviderNames;
 use preference::Preference;
@@ -98,6 +99,8 @@ pub struct ToolRegistry {
     module: Arc<ModuleHost>,
     preference: Preference,
     snapshot: RwLock<Snapshot>,
+    /// When `snapshot` was listed: a name it lacks lists again only after news of the module.
+    listed: Listed,
     /// Last choice logged per contested name, so a choice is logged when it is made or changes.
     choices: Mutex<HashMap<String, String>>,
     changes: broadcast::Sender<()>,
@@ -113,6 +116,7 @@ impl ToolRegistry {
             preference,
             metrics,
             snapshot: RwLock::new(Snapshot::default()),
+            listed: Listed::default(),
             choices: Mutex::new(HashMap::new()),
             changes,
         })
@@ -133,14 +137,15 @@ impl ToolRegistry {
         self.snapshot.read().resolved.get(name).cloned()
     }
 
-    /// Like [`Self::resolved`], but a name the snapshot lacks gets one refresh first: an app
-    /// that has just come up is callable before the debounced event refresh lands (a client that
-    /// saw it running in `/apps/health` must not be told its tool is unknown).
+    /// Like [`Self::resolved`], but a name the snapshot lacks gets one refresh first if the
+    /// module reported a change since the last one: an app that has just come up is callable
+    /// before the debounced event refresh lands (a client that saw it running in `/apps/health`
+    /// must not be told its tool is unknown), and a name that is nowhere costs no listing.
     pub async fn resolve_now(&self, name: &str) -> Option<Arc<ToolSpec>> {
         if let Some(spec) = self.resolved(name) {
             return Some(spec);
         }
-        self.refresh().await;
+        self.refresh_if_changed().await;
         self.resolved(name)
     }
 
@@ -168,7 +173,7 @@ impl ToolRegistry {
         if let Some(spec) = find() {
             return Some(spec);
         }
-        self.refresh().await;
+        self.refresh_if_changed().await;
         find()
     }
 
@@ -205,8 +210,20 @@ impl ToolRegistry {
 
     /// Rebuilds from the module's current tools; tells subscribers when the model's list changed.
     pub async fn refresh(&self) {
+        self.listed.again(|| self.module.app_changes_heard(), || self.rebuild()).await;
+    }
+
+    /// [`Self::refresh`] if the module reported anything since the last one ([`Listed`]).
+    async fn refresh_if_changed(&self) {
+        self.listed.if_heard_since(|| self.module.app_changes_heard(), || self.rebuild()).await;
+    }
+
+    /// The listing of [`Self::refresh`]; whether the module answered it.
+    async fn rebuild(&self) -> bool {
+        self.metrics.module_listing("tools");
         let mut all: Vec<Arc<ToolSpec>> = builtin::specs().into_iter().map(Arc::new).collect();
-        match self.module.list_tools().await {
+        let listed = self.module.list_tools().await;
+        match &listed {
             Ok(tools) => all.extend(tools.iter().map(|t| {
                 let parse = |s: &str| serde_json::from_str::<Value>(s).ok();
                 let ui_resource_uri = Some(t.ui_resource_uri.to_string()).filter(|u| !u.is_empty());
@@ -242,6 +259,7 @@ impl ToolRegistry {
         if changed {
             let _ = self.changes.send(());
         }
+        listed.is_ok()
     }
 
     /// ResolvePreference over every contested name.

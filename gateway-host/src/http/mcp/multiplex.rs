@@ -22,6 +22,8 @@ use tokio::sync::broadcast;
 
 use super::namespacing::{restore_uri, rewrite_uri, Cursor};
 use crate::module::host::{HostEvent, ModuleHost};
+use crate::metrics::Metrics;
+use crate::module::listed::Listed;
 
 /// How many items one page of a list gathers before it ends at an app's boundary.
 const PAGE_ITEMS: usize = 200;
@@ -124,14 +126,19 @@ impl List {
 /// The providers and their changes, shared by every `/mcp` session.
 pub struct Multiplexer {
     module: Arc<ModuleHost>,
+    /// Where its listings of the module are counted.
+    metrics: Arc<Metrics>,
     providers: RwLock<Arc<Vec<Provider>>>,
+    /// When `providers` was listed: a key or prefix they lack lists again only after news of
+    /// the module.
+    listed: Listed,
     changes: broadcast::Sender<Change>,
 }
 
 impl Multiplexer {
-    pub fn new(module: Arc<ModuleHost>) -> Arc<Multiplexer> {
+    pub fn new(module: Arc<ModuleHost>, metrics: Arc<Metrics>) -> Arc<Multiplexer> {
         let (changes, _) = broadcast::channel(256);
-        Arc::new(Multiplexer { module, providers: RwLock::new(Arc::new(Vec::new())), changes })
+        Arc::new(Multiplexer { module, metrics, providers: RwLock::new(Arc::new(Vec::new())), listed: Listed::default(), changes })
     }
 
     /// The changes the apps send, named as `/mcp` names them.
@@ -158,11 +165,22 @@ impl Multiplexer {
 
     /// Re-reads the apps from the module; tells subscribers which lists changed with them.
     pub async fn refresh(&self) {
+        self.listed.again(|| self.module.app_changes_heard(), || self.relist()).await;
+    }
+
+    /// [`Self::refresh`] if the module reported anything since the last one ([`Listed`]).
+    async fn refresh_if_changed(&self) {
+        self.listed.if_heard_since(|| self.module.app_changes_heard(), || self.relist()).await;
+    }
+
+    /// The listing of [`Self::refresh`]; whether the module answered it.
+    async fn relist(&self) -> bool {
+        self.metrics.module_listing("apps");
         let apps = match self.module.list_apps().await {
             Ok(apps) => apps,
             Err(e) => {
                 tracing::warn!("cannot list the module's apps: {e}");
-                return;
+                return false;
             }
         };
         let providers: Vec<Provider> = apps.iter().map(provider_of).collect();
@@ -176,6 +194,7 @@ impl Multiplexer {
         if serving(&before, "prompts") != serving(&providers, "prompts") {
             let _ = self.changes.send(Change::PromptsListChanged);
         }
+        true
     }
 
     /// Follows the module's events: app changes refresh the providers (as the tool registry
@@ -218,15 +237,16 @@ impl Multiplexer {
     }
 
     /// The provider named `key`, if it is Running; else the error naming why not (its state).
-    /// One that is not Running in the last snapshot gets one refresh first: an app that has just
-    /// come up is served before the debounced event refresh lands (a client that saw it running
-    /// in `/apps/health` must not be told otherwise), as the tool registry's `resolve_now` does.
+    /// One that is not Running in the last snapshot gets one refresh first if the module reported
+    /// a change since: an app that has just come up is served before the debounced event refresh
+    /// lands (a client that saw it running in `/apps/health` must not be told otherwise), as the
+    /// tool registry's `resolve_now` does.
     async fn running(&self, key: &str) -> Result<Provider, ErrorData> {
         let find = || self.providers().iter().find(|p| p.key == key).cloned();
         let provider = match find() {
             Some(p) if p.running => return Ok(p),
             _ => {
-                self.refresh().await;
+                self.refresh_if_changed().await;
                 find()
             }
         };
@@ -315,7 +335,7 @@ impl Multiplexer {
     pub async fn prompt_owner(&self, name: &str) -> Result<(Provider, String), ErrorData> {
         let fits = |p: &Provider| p.serves("prompts") && name.starts_with(&p.prefix);
         if !self.providers().iter().any(fits) {
-            self.refresh().await;
+            self.refresh_if_changed().await;
         }
         let candidates: Vec<Provider> = self.providers().iter().filter(|p| fits(p)).cloned().collect();
         if let [only] = candidates.as_slice() {
