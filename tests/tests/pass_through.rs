@@ -388,8 +388,8 @@ fn session_calls_both_ways(gw: &GatewayProcess, app: &str, path: &str, prefix: &
 /// (rmcp read it as an unknown method: -32601 "Method not found: tools/call", with a warning
 /// logged per request); methods that revision removed are -32601 with 404 whatever their params
 /// (`/apps/mcp` forwarded them to the app); a retry's `inputResponses` must be an object; an id
-/// that is a number but no 64-bit integer is refused with `"id": null` (it was echoed rounded),
-/// and a 64-bit one is echoed exactly.
+/// that is a number but no 64-bit integer, or a boolean, an array or an object, is refused
+/// with `"id": null` (it was echoed rounded, or as it came), and a 64-bit one is echoed exactly.
 #[test]
 fn badly_typed_params_and_ids_are_refused_naming_them() {
     let (_dir, gw) = gateway_with_apps("bps", "bph");
@@ -437,6 +437,15 @@ fn badly_typed_params_and_ids_are_refused_naming_them() {
         }
         let reply: Value = request.send().unwrap().json().unwrap();
         assert_eq!((&reply["id"], reply["error"]["code"].as_i64()), (&Value::Null, Some(-32600)), "{path}: {reply}");
+        // An id of a type no request's id has is named by its type, not echoed.
+        for (id, kind) in [(json!(true), "a boolean"), (json!([1]), "an array"), (json!({ "a": 1 }), "an object")] {
+            let mut wrong = call(json!({ "name": tool, "arguments": { "text": "x" } }));
+            wrong["id"] = id;
+            let reply = send(&gw, path, &headers, &wrong);
+            let error = &reply.messages[0];
+            assert_eq!((reply.status, &error["id"], error["error"]["code"].as_i64()), (400, &Value::Null, Some(-32600)), "{path} {kind}: {reply:?}");
+            assert!(error["error"]["message"].as_str().unwrap().contains(&format!("the id is {kind}; use a string or an integer")), "{path}: {error}");
+        }
         let mut exact = call(json!({ "name": tool, "arguments": { "text": "x" } }));
         exact["id"] = json!(i64::MAX);
         let reply = send(&gw, path, &headers, &exact);

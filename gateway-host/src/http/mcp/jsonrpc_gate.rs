@@ -86,8 +86,18 @@ pub async fn gate(BodyLimit(limit): BodyLimit, request: Request) -> Result<Reque
         },
         Err(e) => return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}"))),
     };
-    if let Some(number) = message.get("id").filter(|id| id.is_f64()) {
-        let text = format!("Invalid Request: the id {number} is a number but not an integer of 64 bits; use a string or an integer");
+    // An id no request can have is answered with `"id": null` (JSON-RPC's "could not be
+    // determined"), named by its type: it could be any size, and echoed rounded, it would name
+    // another request.
+    let wrong_id = match message.get("id") {
+        Some(number) if number.is_f64() => Some(format!("the id {number} is a number but not an integer of 64 bits")),
+        Some(Value::Bool(_)) => Some("the id is a boolean".to_string()),
+        Some(Value::Array(_)) => Some("the id is an array".to_string()),
+        Some(Value::Object(_)) => Some("the id is an object".to_string()),
+        _ => None,
+    };
+    if let Some(wrong) = wrong_id {
+        let text = format!("Invalid Request: {wrong}; use a string or an integer");
         return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text));
     }
     let id = message.get("id").cloned().unwrap_or(Value::Null);
