@@ -79,28 +79,20 @@ pub async fn gate(BodyLimit(limit): BodyLimit, request: Request) -> Result<Reque
         // further on (the parse error comes first, as it would without the check).
         Err(e) if e.classify() == serde_json::error::Category::Data => match serde_json::from_slice::<Value>(&bytes) {
             Ok(message) => {
-                let id = message.get("id").filter(|id| !id.is_f64()).cloned().unwrap_or(Value::Null);
+                let id = request_id(&message).unwrap_or(Value::Null);
                 return Err(refuse(StatusCode::BAD_REQUEST, &id, jsonrpc::INVALID_REQUEST, format!("Invalid Request: {e}")));
             }
             Err(e) => return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}"))),
         },
         Err(e) => return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::PARSE_ERROR, format!("Parse error: {e}"))),
     };
-    // An id no request can have is answered with `"id": null` (JSON-RPC's "could not be
-    // determined"), named by its type: it could be any size, and echoed rounded, it would name
-    // another request.
-    let wrong_id = match message.get("id") {
-        Some(number) if number.is_f64() => Some(format!("the id {number} is a number but not an integer of 64 bits")),
-        Some(Value::Bool(_)) => Some("the id is a boolean".to_string()),
-        Some(Value::Array(_)) => Some("the id is an array".to_string()),
-        Some(Value::Object(_)) => Some("the id is an object".to_string()),
-        _ => None,
+    let id = match request_id(&message) {
+        Ok(id) => id,
+        Err(wrong) => {
+            let text = format!("Invalid Request: {wrong}; use a string or an integer");
+            return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text));
+        }
     };
-    if let Some(wrong) = wrong_id {
-        let text = format!("Invalid Request: {wrong}; use a string or an integer");
-        return Err(refuse(StatusCode::BAD_REQUEST, &Value::Null, jsonrpc::INVALID_REQUEST, text));
-    }
-    let id = message.get("id").cloned().unwrap_or(Value::Null);
     match &message {
         Value::Object(_) if plain_tool_call(&message) => {
             debug_assert!(read_by_rmcp(&message).is_ok(), "rmcp refuses a plain tools/call: {message}");
@@ -123,6 +115,21 @@ pub async fn gate(BodyLimit(limit): BodyLimit, request: Request) -> Result<Reque
     let mut parts = parts;
     parts.extensions.insert(Gated(message));
     Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// The id a refusal of `message` answers: its own (a string, a 64-bit integer; `null` when it
+/// has none), or what is wrong with it. An id no request can have is answered with `"id": null`
+/// (JSON-RPC's "could not be determined") and named by its type, not echoed: it could be any
+/// size, and a number echoed rounded would name another request.
+fn request_id(message: &Value) -> Result<Value, String> {
+    match message.get("id") {
+        None => Ok(Value::Null),
+        Some(number) if number.is_f64() => Err(format!("the id {number} is a number but not an integer of 64 bits")),
+        Some(Value::Bool(_)) => Err("the id is a boolean".to_string()),
+        Some(Value::Array(_)) => Err("the id is an array".to_string()),
+        Some(Value::Object(_)) => Err("the id is an object".to_string()),
+        Some(id) => Ok(id.clone()),
+    }
 }
 
 /// The refusal of a request whose params do not fit its method (see the module docs): HTTP
