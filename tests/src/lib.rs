@@ -548,6 +548,11 @@ impl GatewayProcess {
         self.try_get(path).unwrap_or_else(|e| panic!("{e}\n--- gateway output ---\n{}", self.logs()))
     }
 
+    /// What `GET /metrics` says now (read values with [`metric_value`]).
+    pub fn metrics(&self) -> String {
+        self.get("/metrics").1
+    }
+
     /// `GET path` → (status, JSON body). A body that is not JSON comes back as `Value::String`.
     pub fn get_json(&self, path: &str) -> (u16, Value) {
         let (status, body) = self.get(path);
@@ -684,6 +689,12 @@ impl Drop for GatewayProcess {
     fn drop(&mut self) {
         self.terminate();
     }
+}
+
+/// The value of the series `series` (its name and labels as `/metrics` prints them) in the
+/// scrape `text` ([`GatewayProcess::metrics`]), if it is there.
+pub fn metric_value(text: &str, series: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(series)).and_then(|v| v.trim().parse().ok())
 }
 
 fn parse_json_or_string(body: String) -> Value {

@@ -9,7 +9,7 @@ mod support;
 
 use std::time::Duration;
 
-use gateway_e2e::{wait_until, GatewayProcess};
+use gateway_e2e::{metric_value, wait_until, GatewayProcess};
 use serde_json::{json, Value};
 use support::*;
 
@@ -91,12 +91,6 @@ fn a_huge_batch_is_refused_at_once_and_memory_returns_after_a_burst() {
     assert!(settled, "resident size: {idle} MiB idle, {peak} MiB at the burst's peak, still {after} MiB a minute later");
 }
 
-/// The value of the counter `series` (its name and labels as `/metrics` prints them); 0 if absent.
-fn counter(gw: &GatewayProcess, series: &str) -> u64 {
-    let text = gw.get("/metrics").1;
-    text.lines().find_map(|l| l.strip_prefix(series)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-}
-
 /// A 2026-07-28 request to `/mcp` as a plain client or as an MCP Apps host (`app_host`); its
 /// error message, or `None` for a result.
 fn mcp_error(gw: &GatewayProcess, method: &str, name: &str, params: Value, app_host: bool) -> Option<String> {
@@ -129,7 +123,11 @@ fn names_no_app_has_cost_no_listing_of_the_apps() {
         "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [apps], "Allow": ["*"] } }
     }));
     assert!(wait_until(Duration::from_secs(30), Duration::from_millis(100), || gw.get("/tools").1.contains("t.extra_1999")), "{}", gw.logs());
-    let listings = || (counter(&gw, r#"gateway_module_listings_total{view="tools"}"#), counter(&gw, r#"gateway_module_listings_total{view="apps"}"#));
+    let listings = || {
+        let text = gw.metrics();
+        let count = |view: &str| metric_value(&text, &format!("gateway_module_listings_total{{view=\"{view}\"}}")).unwrap_or(0);
+        (count("tools"), count("apps"))
+    };
     // The debounced refresh after the app came up has landed once the counts hold still.
     let mut before = listings();
     assert!(

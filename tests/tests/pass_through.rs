@@ -9,7 +9,7 @@ mod support;
 
 use std::time::Duration;
 
-use gateway_e2e::{wait_until, GatewayProcess};
+use gateway_e2e::{metric_value, wait_until, GatewayProcess};
 use serde_json::{json, Value};
 use support::*;
 
@@ -51,9 +51,8 @@ fn send(gw: &GatewayProcess, path: &str, headers: &[(&'static str, String)], bod
 
 /// The counter of short-way and long-way `tools/call`s of `app` with `outcome`.
 fn proxied(gw: &GatewayProcess, app: &str, outcome: &str) -> u64 {
-    let text = reqwest::blocking::get(gw.url("/metrics")).unwrap().text().unwrap();
     let wanted = format!("gateway_proxied_requests_total{{app=\"{app}\",method=\"tools/call\",outcome=\"{outcome}\"}}");
-    text.lines().find_map(|l| l.strip_prefix(&wanted)).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+    metric_value(&gw.metrics(), &wanted).unwrap_or(0)
 }
 
 /// A gateway (no auth) running a stdio and an HTTP test-app with these ids, once both serve tools.
@@ -118,7 +117,7 @@ fn the_short_way_answers_what_the_protocol_library_answers() {
         }
     }
     // The short way is counted like the long one.
-    assert!(proxied(&gw, "pts", "ok") >= 2 && proxied(&gw, "pts", "tool_error") >= 2, "{}", reqwest::blocking::get(gw.url("/metrics")).unwrap().text().unwrap());
+    assert!(proxied(&gw, "pts", "ok") >= 2 && proxied(&gw, "pts", "tool_error") >= 2, "{}", gw.metrics());
 }
 
 /// A question of the app (elicitation) reaches a 2026-07-28 client as an `input_required`
@@ -222,9 +221,8 @@ fn resource_reads_take_the_short_way_with_the_protocol_librarys_answers() {
         }
     }
     let read_counted = |outcome: &str| {
-        let text = reqwest::blocking::get(gw.url("/metrics")).unwrap().text().unwrap();
         let wanted = format!("gateway_proxied_requests_total{{app=\"prh\",method=\"resources/read\",outcome=\"{outcome}\"}}");
-        text.lines().find_map(|l| l.strip_prefix(&wanted)).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0)
+        metric_value(&gw.metrics(), &wanted).unwrap_or(0)
     };
     assert!(read_counted("ok") >= 12 && read_counted("error") >= 4, "the short way's reads are counted like the long way's");
 }
@@ -459,10 +457,10 @@ fn badly_typed_params_and_ids_are_refused_naming_them() {
 /// The gateway's JSON parses on the message path so far, by side and direction
 /// (`gateway_json_parses_total`, a debug counter).
 fn parses(gw: &GatewayProcess) -> [u64; 4] {
-    let text = reqwest::blocking::get(gw.url("/metrics")).unwrap().text().unwrap();
+    let text = gw.metrics();
     let count = |side: &str, direction: &str| {
         let wanted = format!("gateway_json_parses_total{{side=\"{side}\",direction=\"{direction}\"}}");
-        text.lines().find_map(|l| l.strip_prefix(&wanted)).and_then(|v| v.trim().parse().ok()).unwrap_or_else(|| panic!("no {wanted} in\n{text}"))
+        metric_value(&text, &wanted).unwrap_or_else(|| panic!("no {wanted} in\n{text}"))
     };
     [count("host", "request"), count("host", "answer"), count("module", "request"), count("module", "answer")]
 }
