@@ -495,6 +495,13 @@ impl InstallOutput {
 /// the watcher's debounce and a restart come on top).
 const FOLLOW_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// How long `--url` waits for an installed app to show up in the gateway's listing at all. The
+/// gateway's watcher picks a new manifest up within a second (its debounce is half a second):
+/// an app still unlisted after this goes to a folder that gateway does not discover (this
+/// command ran with another configuration or from another folder), and waiting the whole
+/// [`FOLLOW_TIMEOUT`] for it would only end in "not there yet".
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// `gateway-host apps add SOURCE`: installs, checks and prints the manifest. `Ok(false)` when the
 /// install was refused or failed (said on stderr, or as `--json`'s object).
 pub fn apps_add(config: Option<&Path>, module: Option<&Path>, request: AddRequest, output: InstallOutput) -> Result<bool, BoxError> {
@@ -516,7 +523,7 @@ pub fn apps_add(config: Option<&Path>, module: Option<&Path>, request: AddReques
     };
     let mut app = Value::Null;
     if let Some(url) = &output.url {
-        match follow(&settings, url, output.token.clone(), &committed.id, &committed.version, &output.progress()) {
+        match follow(&settings, config, url, output.token.clone(), &committed, &output.progress()) {
             Ok(found) => app = found,
             Err(why) => {
                 // A new app is not taken back: its manifest may only need a value filled in.
@@ -562,7 +569,7 @@ pub fn apps_update(
     };
     let mut app = Value::Null;
     match &output.url {
-        Some(url) => match follow(&settings, url, output.token.clone(), &committed.id, &committed.version, &output.progress()) {
+        Some(url) => match follow(&settings, config, url, output.token.clone(), &committed, &output.progress()) {
             Ok(found) => app = found,
             Err(why) => {
                 let error = committed.roll_back(why);
@@ -633,12 +640,20 @@ pub fn apps_installed(config: Option<&Path>, json: bool) -> Result<(), BoxError>
     Ok(())
 }
 
-/// Waits for the gateway at `url` to run `id` at `version`: its entry in `/apps/health` once
-/// Running, the reason if it went Failed or did not show up in time.
-fn follow(settings: &Settings, url: &str, token: Option<String>, id: &str, version: &str, progress: &Progress) -> Result<Value, String> {
+/// Waits for the gateway at `url` to run the installed version: its entry in `/apps/health` once
+/// Running, the reason if it went Failed, did not show up in time, or the gateway lists no app
+/// of its id at all after [`DISCOVERY_TIMEOUT`] (it does not discover the folder it went to).
+fn follow(settings: &Settings, config: Option<&Path>, url: &str, token: Option<String>, committed: &install::Committed, progress: &Progress) -> Result<Value, String> {
+    let (id, version) = (committed.id.as_str(), committed.version.as_str());
     progress.step(&format!("waiting for the gateway at {url} to run {id} {version}"));
     let token = token.filter(|t| !t.trim().is_empty()).or_else(|| configured_token(settings));
+    let since = std::time::Instant::now();
+    let mut listed = false;
     wait_for(url, token.as_deref(), FOLLOW_TIMEOUT, |apps| {
+        listed |= apps.iter().any(|a| a.id == id);
+        if !listed && since.elapsed() >= DISCOVERY_TIMEOUT {
+            return Some(Err(undiscovered(id, settings, config, DISCOVERY_TIMEOUT)));
+        }
         let app = apps.iter().find(|a| a.id == id && a.version == version)?;
         match app.state.as_str() {
             "running" => Some(Ok(json!({ "id": app.id, "version": app.version, "state": app.state, "tools": app.tools, "hasUi": app.has_ui }))),
@@ -646,6 +661,21 @@ fn follow(settings: &Settings, url: &str, token: Option<String>, id: &str, versi
             _ => None,
         }
     })
+}
+
+/// Why a gateway never listed an app installed into this command's apps folder: it does not
+/// discover that folder, and how to put the two together.
+fn undiscovered(id: &str, settings: &Settings, config: Option<&Path>, waited: Duration) -> String {
+    let whose = match config {
+        Some(path) => format!("Gateway.AppsPath of {}", path.display()),
+        None => "no --config: the current folder's".to_string(),
+    };
+    format!(
+        "it lists no app '{id}' after {} s, so it does not discover {}, where this command installs ({whose}); \
+         run the command with the gateway's own --config, or add that folder to the gateway's McpApps.DiscoveryPaths",
+        waited.as_secs(),
+        gateway_config::apps_path(settings).display(),
+    )
 }
 
 /// Polls `GET {url}/apps/health` until `done` decides, or `timeout`.

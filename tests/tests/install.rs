@@ -418,3 +418,30 @@ fn an_update_whose_new_version_fails_is_rolled_back() {
     );
     assert!(call(&gw, "tiny.hello", json!({})).unwrap().contains("hello from 1.0.0"));
 }
+
+/// `apps add --url` run with another configuration than the gateway's installs into a folder
+/// that gateway does not discover: it says so once the gateway has had ample time to list the
+/// app (10 s), naming the folder, instead of waiting its whole 90 s for "not there yet".
+#[test]
+fn an_install_the_gateway_does_not_discover_is_named() {
+    let (_dir, gw) = serving_gateway();
+    let url = gw.base_url().to_string();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("appsettings.json"), json!({ "McpApps": { "DiscoveryPaths": ["./apps"] } }).to_string()).unwrap();
+    let package = elsewhere.path().join("tiny");
+    write_tiny_package(&package, "1.0.0", false);
+    let started = std::time::Instant::now();
+    let out = cli(elsewhere.path(), &["apps", "add", package.to_str().unwrap(), "--url", &url]);
+    let took = started.elapsed();
+    assert!(!out.status.success(), "{}", describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let folder = apps_folder(elsewhere.path());
+    assert!(
+        stderr.contains("it lists no app 'tiny'") && stderr.contains(&format!("does not discover {}", folder.display())),
+        "{stderr}"
+    );
+    assert!(took < Duration::from_secs(60), "it waited {took:?}");
+    // The install itself stands (its manifest may be what the user wants elsewhere).
+    assert!(folder.join("tiny/openclaw.mcpapp.json").is_file(), "{:?}", walk(&folder, 2));
+    assert_eq!(app(&gw, "tiny"), Value::Null);
+}
