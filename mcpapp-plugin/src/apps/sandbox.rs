@@ -321,7 +321,11 @@ fn effective_in(manifest: &Manifest, sandbox: &Sandbox, resolved: &mut Resolved)
         }
     };
     for p in launched {
-        grant(&mut read, p, &mut denied);
+        // What the system's own places hold (`/usr/bin/node`, its prefix `/usr`) every app
+        // reads already: granted again it was a second rule and a duplicate in the report.
+        if !under_runtime_read(&p) {
+            grant(&mut read, p, &mut denied);
+        }
     }
     let fs = perms.filesystem.clone().unwrap_or_default();
     for p in &fs.read {
@@ -521,6 +525,11 @@ fn runtime_shown() -> (&'static [String], &'static [String]) {
     (read, write)
 }
 
+/// Whether `path` is one of the [`RUNTIME_READ`] places this machine has, or inside one.
+fn under_runtime_read(path: &Path) -> bool {
+    runtime_shown().0.iter().any(|r| path.starts_with(r))
+}
+
 fn url_port(url: &str) -> Option<u16> {
     let rest = url.split_once("://").map(|(_, r)| r)?;
     let authority = rest.split(['/', '?', '#']).next()?;
@@ -612,6 +621,25 @@ mod tests {
         assert!(read.contains(&absolute(&app.join("own")).to_str().unwrap()));
         let write: Vec<&str> = report["filesystem"]["write"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
         assert_eq!(write[0], absolute(&data).join("apps/a").to_str().unwrap());
+    }
+
+    /// A program of the system (`/usr/bin/env` here, as `node` or `python3` would be) and the
+    /// prefix it names (`/usr`) are read through the runtime places, not granted a second time.
+    #[test]
+    fn a_system_program_adds_no_rule_of_its_own() {
+        let root = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox { mode: Mode::Enforce, landlock_abi: 7, data_dir: root.path().join("data"), ..Default::default() };
+        let m = Manifest { id: "a".into(), command: Some("/usr/bin/env".into()), manifest_path: root.path().join("a/openclaw.mcpapp.json"), ..Default::default() };
+        let e = effective(&m, &sandbox).unwrap();
+        let read = e.confine.unwrap().profile.read;
+        assert_eq!(read, [absolute(&root.path().join("a"))], "only the app's folder is its own");
+        let report = serde_json::to_value(&e.report).unwrap();
+        let shown: Vec<&str> = report["filesystem"]["read"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let mut unique = shown.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), shown.len(), "each place once: {shown:?}");
+        assert!(shown.contains(&"/usr"), "{shown:?}");
     }
 
     #[test]
