@@ -143,16 +143,19 @@ fn subscriber<W>(setup: &LogSetup, colours: bool, out: W) -> Box<dyn tracing::Su
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
+    use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::builder().parse(&setup.filter).unwrap_or_else(|_| EnvFilter::new(SERVE_DEFAULT_FILTER));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let quiet = QuietAnswers::for_filter(&setup.filter);
     match setup.format {
         Format::Plain => Box::new(
             builder
                 .fmt_fields(EscapedFields)
                 .with_ansi(colours)
                 .with_writer(EscapingWriter { out, escaping: Escaping::Plain { keep_colours: colours } })
-                .finish(),
+                .finish()
+                .with(quiet),
         ),
         Format::Json => Box::new(
             builder
@@ -161,8 +164,73 @@ where
                 .with_span_list(false)
                 .with_ansi(false)
                 .with_writer(EscapingWriter { out, escaping: Escaping::Json })
-                .finish(),
+                .finish()
+                .with(quiet),
         ),
+    }
+}
+
+/// Leaves out rmcp's warnings about answers. rmcp logs at warn every error a handler answers
+/// ("response error") and every request it turns away ("rejected peer request"): a client asking
+/// for a prompt that does not exist on `/mcp`, an app asking for roots when no client of the
+/// gateway waits (the module's rmcp, whose records arrive through the `log` bridge). Those are
+/// answers their peer receives, not faults of the gateway, and anyone who may send a request
+/// could fill the operator's warnings with them. A filter that asks for debug or trace records
+/// (`-vv`, `RUST_LOG=debug`) keeps them.
+struct QuietAnswers;
+
+impl QuietAnswers {
+    fn for_filter(filter: &str) -> Option<QuietAnswers> {
+        let verbose = filter.contains("debug") || filter.contains("trace");
+        (!verbose).then_some(QuietAnswers)
+    }
+}
+
+/// rmcp's target of both records.
+const RMCP_SERVICE: &str = "rmcp::service";
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for QuietAnswers {
+    fn event_enabled(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) -> bool {
+        let metadata = event.metadata();
+        // A record of the `log` bridge has the target "log" here, its own in a field.
+        if *metadata.level() != tracing::Level::WARN || !matches!(metadata.target(), RMCP_SERVICE | "log") {
+            return true;
+        }
+        let mut record = AnswerRecord::default();
+        event.record(&mut record);
+        let target = record.log_target.as_deref().unwrap_or(metadata.target());
+        !(target == RMCP_SERVICE && record.about_an_answer)
+    }
+}
+
+/// What [`QuietAnswers`] reads of a record: its target if it came through the `log` bridge, and
+/// whether a message of it (rmcp's "rejected peer request" has two: the peer's and its own)
+/// is one of the two.
+#[derive(Default)]
+struct AnswerRecord {
+    about_an_answer: bool,
+    log_target: Option<String>,
+}
+
+impl AnswerRecord {
+    fn message(&mut self, text: &str) {
+        self.about_an_answer |= text.starts_with("response error") || text.starts_with("rejected peer request");
+    }
+}
+
+impl tracing::field::Visit for AnswerRecord {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        match field.name() {
+            "message" => self.message(value),
+            "log.target" => self.log_target = Some(value.to_string()),
+            _ => {}
+        }
+    }
+
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+        if field.name() == "message" {
+            self.message(&format!("{value:?}"));
+        }
     }
 }
 
@@ -382,6 +450,15 @@ mod tests {
 
     /// What a subscriber of `format` writes for the records `emit` makes.
     fn written(format: Format, colours: bool, emit: impl FnOnce()) -> String {
+        written_as(format, colours, "info", emit)
+    }
+
+    /// [`written`] with the filter `filter`, no colours.
+    fn written_with(format: Format, filter: &str, emit: impl FnOnce()) -> String {
+        written_as(format, false, filter, emit)
+    }
+
+    fn written_as(format: Format, colours: bool, filter: &str, emit: impl FnOnce()) -> String {
         #[derive(Clone, Default)]
         struct Capture(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
         impl Write for Capture {
@@ -395,10 +472,30 @@ mod tests {
         }
         let capture = Capture::default();
         let sink = capture.clone();
-        let setup = LogSetup { format, filter: "info".into(), problems: Vec::new() };
+        let setup = LogSetup { format, filter: filter.into(), problems: Vec::new() };
         tracing::subscriber::with_default(subscriber(&setup, colours, move || sink.clone()), emit);
         let bytes = capture.0.lock().clone();
         String::from_utf8(bytes).unwrap()
+    }
+
+    /// rmcp's warnings about answers a peer got are left out at the default level (tracing's own
+    /// and the module's, which come through the `log` bridge), kept with debug records; its other
+    /// warnings, and anyone's "response error" of another target, stay.
+    #[test]
+    fn rmcp_warnings_about_answers_are_left_out_unless_debugging() {
+        let emit = || {
+            tracing::warn!(target: "rmcp::service", id = 2, error = "unknown prompt", "response error");
+            tracing::warn!(target: "rmcp::service", id = 3, message = "no", "rejected peer request");
+            // As the `log` bridge records the module's (target "log", the real one a field).
+            tracing::warn!(target: "log", { log.target = "rmcp::service" }, "response error id=0 error=roots/list is unavailable");
+            tracing::warn!(target: "rmcp::service", "Error sending notification");
+            tracing::warn!(target: "gateway_host::other", "response error of ours");
+        };
+        let quiet = written_with(Format::Plain, "info,rmcp=warn", emit);
+        assert!(!quiet.contains("unknown prompt") && !quiet.contains("rejected") && !quiet.contains("roots/list"), "{quiet}");
+        assert!(quiet.contains("Error sending notification") && quiet.contains("response error of ours"), "{quiet}");
+        let verbose = written_with(Format::Json, "debug,rmcp=info", emit);
+        assert!(verbose.contains("unknown prompt") && verbose.contains("rejected") && verbose.contains("roots/list"), "{verbose}");
     }
 
     /// Text from outside with every kind of line break and terminal control in it.
