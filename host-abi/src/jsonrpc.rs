@@ -21,6 +21,11 @@ pub const INTERNAL_ERROR: i32 = -32603;
 /// MCP (2026-07-28): the request needs a client capability the client did not declare.
 pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
 
+/// A refusal of the HTTP transport rather than of the message (no SSE in `Accept`, a method the
+/// endpoint does not serve, a session id missing or unknown), as the official TypeScript SDK's
+/// server writes them: the HTTP status tells which.
+pub const TRANSPORT_REFUSED: i32 = -32000;
+
 /// The gateway's own (server-error range): the upstream request timed out or the app was lost
 /// mid-call.
 pub const UPSTREAM_FAILED: i32 = -32001;

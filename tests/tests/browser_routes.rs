@@ -223,6 +223,22 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     // capabilities and the stream the app's questions ride on.
     let reply = post_raw(&gw, "t", "", &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string());
     assert_eq!(reply.status, 400, "{}", reply.text);
+    // The transport's refusals are JSON-RPC errors as every other answer of the endpoint (rmcp
+    // writes them as plain text), the status telling which; `Allow` stays on a 405.
+    let refusal = |reply: &Reply, status: u16, says: &str| {
+        assert_eq!(reply.status, status, "{}", reply.text);
+        assert_eq!(reply.header("content-type").as_deref(), Some("application/json"), "{}", reply.text);
+        let error = reply.json();
+        assert_eq!((error["jsonrpc"].as_str(), &error["id"], &error["error"]["code"]), (Some("2.0"), &Value::Null, &json!(-32000)), "{error}");
+        assert!(error["error"]["message"].as_str().unwrap().contains(says), "{error}");
+    };
+    refusal(&reply, 400, "Session ID is required");
+    refusal(&send(gw.client().get(gw.url("/apps/mcp/t"))), 406, "text/event-stream");
+    let put = send(gw.client().put(gw.url("/apps/mcp/t")));
+    refusal(&put, 405, "Method Not Allowed");
+    assert!(put.header("allow").is_some_and(|a| a.contains("POST")), "{:?}", put.headers);
+    let unknown = gw.client().get(gw.url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", "no-such-session");
+    refusal(&send(unknown), 404, "Session not found");
 
     // tools/list passes through unfiltered and unprefixed (pages and all).
     let mut names: Vec<String> = Vec::new();

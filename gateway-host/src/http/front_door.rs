@@ -56,12 +56,13 @@ pub struct McpEntry {
 
 /// In front of both MCP endpoints, after the front door: the JSON-RPC gate reads and checks the
 /// message, a request for a call another replica holds goes there (it needs the message read,
-/// and auth passed), and a session's `DELETE` is answered 200.
+/// and auth passed), and rmcp's answers are mended (`endpoint_config::mend_answer`: a session's
+/// `DELETE` answered 200, a transport refusal in plain text made a JSON-RPC error).
 pub async fn mcp_entry(State(entry): State<McpEntry>, request: Request, next: Next) -> Response {
     let deleting = request.method() == Method::DELETE;
     let response = match jsonrpc_gate::gate(entry.limit, request).await {
         Ok(request) => replicas::forward::to_owner(entry.replicas.as_ref(), request, next).await,
         Err(refusal) => refusal,
     };
-    endpoint_config::session_end_status(deleting, response)
+    endpoint_config::mend_answer(deleting, response).await
 }

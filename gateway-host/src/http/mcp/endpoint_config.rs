@@ -3,8 +3,13 @@
 
 use std::sync::Arc;
 
+use axum::body::{Body, HttpBody as _};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::Response;
+use host_abi::jsonrpc;
 use rmcp::model::ProtocolVersion;
 use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::settings::Settings;
@@ -75,12 +80,47 @@ pub fn server_config(
         .with_cancellation_token(shutdown)
 }
 
-/// A session's `DELETE` is answered 200 as the transport spec has it (the Python SDK warns
-/// "Session termination failed: 202" otherwise); rmcp answers 202, so the status is mended here
-/// (`deleting`: the request was a `DELETE`).
-pub fn session_end_status(deleting: bool, mut response: axum::response::Response) -> axum::response::Response {
-    if deleting && response.status() == axum::http::StatusCode::ACCEPTED {
-        *response.status_mut() = axum::http::StatusCode::OK;
+/// What rmcp's answers need before they go out (`deleting`: the request was a `DELETE`):
+///
+/// - a session's `DELETE` is answered 200 as the transport spec has it (the Python SDK warns
+///   "Session termination failed: 202" otherwise); rmcp answers 202;
+/// - rmcp refuses at the transport (406 without SSE in `Accept`, 405, 400 without a session id,
+///   404 for a session it does not know) in plain text without a `Content-Type`, where everything
+///   else of the endpoint answers a JSON-RPC error: such an answer becomes one, `id` null and code
+///   [`jsonrpc::TRANSPORT_REFUSED`], with rmcp's text as the message (what the official
+///   TypeScript SDK's server sends), status and other headers (`Allow`) kept.
+pub async fn mend_answer(deleting: bool, mut response: Response) -> Response {
+    let status = response.status();
+    if deleting && status == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+        return response;
     }
-    response
+    if !(status.is_client_error() || status.is_server_error()) || !is_plain_text(response.headers()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // rmcp's texts are a line; a body of unknown or larger size is left as it is.
+    if body.size_hint().upper().is_none_or(|n| n > PLAIN_TEXT_LIMIT) {
+        return Response::from_parts(parts, body);
+    }
+    let text = match axum::body::to_bytes(body, PLAIN_TEXT_LIMIT as usize).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_string(),
+        Err(_) => String::new(),
+    };
+    let message = if text.is_empty() { status.canonical_reason().unwrap_or("refused").to_string() } else { text };
+    let body = json!({ "jsonrpc": jsonrpc::VERSION, "id": null, "error": { "code": jsonrpc::TRANSPORT_REFUSED, "message": message } });
+    parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body.to_string()))
+}
+
+/// The most of a plain-text refusal [`mend_answer`] rewrites.
+const PLAIN_TEXT_LIMIT: u64 = 4096;
+
+/// No `Content-Type`, or `text/plain`: how rmcp writes its refusals.
+fn is_plain_text(headers: &axum::http::HeaderMap) -> bool {
+    match headers.get(header::CONTENT_TYPE) {
+        None => true,
+        Some(v) => v.to_str().is_ok_and(|t| t.trim_start().to_ascii_lowercase().starts_with("text/plain")),
+    }
 }
