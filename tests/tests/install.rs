@@ -445,3 +445,43 @@ fn an_install_the_gateway_does_not_discover_is_named() {
     assert!(folder.join("tiny/openclaw.mcpapp.json").is_file(), "{:?}", walk(&folder, 2));
     assert_eq!(app(&gw, "tiny"), Value::Null);
 }
+
+/// An update keeps what the user added to the manifest: the confinement they widened
+/// (`permissions`, which the gateway then applies to the new version) and a request timeout;
+/// the install said where to widen it.
+#[test]
+fn an_update_keeps_the_permissions_the_user_added() {
+    let (dir, gw) = serving_gateway();
+    let url = gw.base_url().to_string();
+    let package = dir.path().join("tiny");
+    write_tiny_package(&package, "1.0.0", false);
+    let out = cli(dir.path(), &["apps", "add", package.to_str().unwrap(), "--url", &url]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("it runs confined: no network") && stderr.contains("\"permissions\""), "{stderr}");
+
+    let path = apps_folder(dir.path()).join("tiny/openclaw.mcpapp.json");
+    let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["permissions"] = json!({ "network": "loopback" });
+    manifest["requestTimeoutSeconds"] = json!(77);
+    std::fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(60), Duration::from_millis(200), || app(&gw, "tiny")["confinement"]["network"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("loopback"))),
+        "the edited manifest runs: {}",
+        app(&gw, "tiny")
+    );
+
+    write_tiny_package(&package, "2.0.0", false);
+    let out = cli(dir.path(), &["apps", "update", "tiny", "--url", &url]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("kept from the previous manifest: permissions, requestTimeoutSeconds"), "{stderr}");
+    let updated: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!((&updated["permissions"], &updated["requestTimeoutSeconds"]), (&json!({ "network": "loopback" }), &json!(77)), "{updated}");
+    let tiny = app(&gw, "tiny");
+    assert_eq!(tiny["version"], "2.0.0", "{tiny}");
+    assert!(tiny["confinement"]["network"].as_str().unwrap().starts_with("loopback"), "{tiny}");
+    assert!(call(&gw, "tiny.hello", json!({})).unwrap().contains("hello from 2.0.0"));
+}

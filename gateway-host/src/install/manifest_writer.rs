@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// What an installer learnt of the package it installed.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,6 +59,32 @@ pub struct AppChoices {
     pub folder: String,
     /// Values the user filled in a previous version's `environment` (kept over an update).
     pub filled_environment: BTreeMap<String, String>,
+    /// What the user added to a previous version's manifest, fields an install does not write
+    /// ([`kept_fields`]: `permissions`, `requestTimeoutSeconds`, …), and its
+    /// `startupTimeoutSeconds`: kept over an update.
+    pub kept: Map<String, Value>,
+}
+
+/// The top-level fields an install writes ([`Written`]); a unit test holds the two together.
+const WRITTEN_FIELDS: &[&str] = &[
+    "id", "name", "description", "version", "author", "license", "homepageUrl", "transport", "command", "arguments",
+    "environment", "toolNamePrefix", "startupTimeoutSeconds", "metadata",
+];
+
+/// What of `previous` (an installed manifest) an update keeps: the fields an install does not
+/// write, which only the user put there (`permissions` to widen the app's confinement,
+/// `requestTimeoutSeconds`, `hasUi`…), and `startupTimeoutSeconds` when it is not what an
+/// install writes (a user raised it for a slow start). The rest comes from the package again.
+pub fn kept_fields(previous: &Value) -> Map<String, Value> {
+    let Some(fields) = previous.as_object() else { return Map::new() };
+    fields
+        .iter()
+        .filter(|(key, value)| match key.as_str() {
+            "startupTimeoutSeconds" => value.as_u64() != Some(STARTUP_TIMEOUT_SECONDS),
+            key => !WRITTEN_FIELDS.contains(&key),
+        })
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect()
 }
 
 /// An installed app's cold start (npm resolving modules, Python importing `mcp`) is slower than
@@ -86,6 +112,9 @@ struct Written<'a> {
     tool_name_prefix: String,
     startup_timeout_seconds: u64,
     metadata: Metadata<'a>,
+    /// [`AppChoices::kept`] but for `startupTimeoutSeconds`, after the rest.
+    #[serde(flatten)]
+    kept: Map<String, Value>,
 }
 
 #[derive(Serialize)]
@@ -137,7 +166,7 @@ pub fn manifest(entry: &PackageEntry, choices: &AppChoices) -> (Value, String) {
         arguments: &entry.arguments,
         environment,
         tool_name_prefix: choices.prefix.clone().unwrap_or_else(|| format!("{}.", choices.id)),
-        startup_timeout_seconds: STARTUP_TIMEOUT_SECONDS,
+        startup_timeout_seconds: choices.kept.get("startupTimeoutSeconds").and_then(Value::as_u64).unwrap_or(STARTUP_TIMEOUT_SECONDS),
         metadata: Metadata {
             install: InstallRecord {
                 source: &choices.source,
@@ -149,6 +178,7 @@ pub fn manifest(entry: &PackageEntry, choices: &AppChoices) -> (Value, String) {
                 environment: &entry.environment,
             },
         },
+        kept: choices.kept.iter().filter(|(key, _)| !WRITTEN_FIELDS.contains(&key.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect(),
     };
     let text = serde_json::to_string_pretty(&written).expect("a manifest serializes");
     (serde_json::to_value(&written).expect("a manifest serializes"), text + "\n")
@@ -246,6 +276,7 @@ mod tests {
             source: "npm:@x/weather".into(),
             folder: "v2".into(),
             filled_environment: BTreeMap::from([("API_KEY".to_string(), "k".to_string())]),
+            kept: Map::new(),
         };
         let (m, text) = manifest(&entry, &choices);
         assert!(text.starts_with("{\n  \"id\": \"weather\",\n  \"name\""), "{text}");
@@ -260,5 +291,44 @@ mod tests {
         assert_eq!(m["metadata"]["install"]["folder"], "v2");
         assert_eq!(m["metadata"]["install"]["environment"][0]["isSecret"], true);
         assert!(m.get("homepageUrl").is_none());
+        let keys: Vec<&str> = m.as_object().unwrap().keys().map(String::as_str).collect();
+        assert!(keys.iter().all(|k| WRITTEN_FIELDS.contains(k)), "{keys:?} against {WRITTEN_FIELDS:?}");
+    }
+
+    /// An update keeps what the user added to the manifest (the confinement widened, a timeout)
+    /// and the start timeout they raised; the package's own fields come from the new version.
+    #[test]
+    fn an_update_keeps_what_the_user_added() {
+        let previous = json!({
+            "id": "fetch", "name": "Fetch", "version": "1.0.0", "command": "v1/.venv/bin/mcp-server-fetch", "arguments": [],
+            "environment": {}, "toolNamePrefix": "fetch.", "startupTimeoutSeconds": 90, "metadata": {"install": {"folder": "v1"}},
+            "permissions": {"network": "any"}, "requestTimeoutSeconds": 120,
+        });
+        let kept = kept_fields(&previous);
+        assert_eq!(kept.keys().collect::<Vec<_>>(), ["permissions", "requestTimeoutSeconds", "startupTimeoutSeconds"]);
+        let untouched = json!({ "id": "fetch", "startupTimeoutSeconds": STARTUP_TIMEOUT_SECONDS, "metadata": {} });
+        assert!(kept_fields(&untouched).is_empty(), "nothing the user added");
+        let entry = PackageEntry {
+            registry_type: "pypi",
+            package: "mcp-server-fetch".into(),
+            version: "2.0".into(),
+            command: "v2/.venv/bin/mcp-server-fetch".into(),
+            ..Default::default()
+        };
+        let choices = AppChoices {
+            id: "fetch".into(),
+            prefix: Some("fetch.".into()),
+            source: "pypi:mcp-server-fetch".into(),
+            folder: "v2".into(),
+            filled_environment: BTreeMap::new(),
+            kept,
+        };
+        let (m, text) = manifest(&entry, &choices);
+        assert_eq!(m["permissions"], json!({"network": "any"}));
+        assert_eq!(m["requestTimeoutSeconds"], 120);
+        assert_eq!(m["startupTimeoutSeconds"], 90);
+        assert_eq!((m["version"].as_str(), m["command"].as_str()), (Some("2.0.0"), Some("v2/.venv/bin/mcp-server-fetch")));
+        assert_eq!(m["metadata"]["install"]["folder"], "v2");
+        assert!(text.find("\"metadata\"").unwrap() < text.find("\"permissions\"").unwrap(), "kept fields after the rest: {text}");
     }
 }

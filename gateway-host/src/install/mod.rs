@@ -129,6 +129,8 @@ struct Previous {
     manifest_text: String,
     folder: Option<String>,
     environment: BTreeMap<String, String>,
+    /// What the new manifest keeps of the old one ([`manifest_writer::kept_fields`]).
+    kept: serde_json::Map<String, Value>,
 }
 
 /// A version installed beside the app's manifest, its candidate manifest written and not yet in
@@ -257,7 +259,12 @@ pub fn prepare_update(apps_path: &Path, id: &str, version: Option<String>, allow
         registry,
         prefix: manifest["toolNamePrefix"].as_str().map(str::to_string),
         allow_scripts,
-        previous: Some(Previous { manifest_text: text, folder: install["folder"].as_str().map(str::to_string), environment }),
+        previous: Some(Previous {
+            kept: manifest_writer::kept_fields(&manifest),
+            manifest_text: text,
+            folder: install["folder"].as_str().map(str::to_string),
+            environment,
+        }),
     })
 }
 
@@ -366,12 +373,17 @@ fn install_into(plan: &Plan, version_dir: &Path, folder: &str, progress: &Progre
         source: plan.source_text.clone(),
         folder: folder.to_string(),
         filled_environment: plan.previous.as_ref().map(|p| p.environment.clone()).unwrap_or_default(),
+        kept: plan.previous.as_ref().map(|p| p.kept.clone()).unwrap_or_default(),
     };
     progress.step("writing the manifest from the package's metadata");
     let (manifest, text) = manifest_writer::manifest(&entry, &choices);
     let candidate = plan.app_dir.join(CANDIDATE_FILE);
     write_file(&candidate, text.as_bytes())?;
     let mut notes = entry.notes.clone();
+    let kept: Vec<&str> = choices.kept.keys().map(String::as_str).collect();
+    if !kept.is_empty() {
+        notes.push(format!("kept from the previous manifest: {}", kept.join(", ")));
+    }
     for var in &entry.environment {
         let value = manifest["environment"][&var.name].as_str().unwrap_or_default();
         if value.is_empty() {
@@ -433,11 +445,28 @@ pub async fn run(
         .await
         .map_err(|e| InstallError::Module(format!("the install task ended: {e}")))??;
     progress.step("checking the manifest (as `gateway-host validate` does)");
-    if let Err(e) = validate(module, &staged).await {
-        staged.abandon();
-        return Err(e);
+    let mut staged = staged;
+    match validate(module, &staged).await {
+        Ok(result) => staged.notes.extend(confinement_note(&result)),
+        Err(e) => {
+            staged.abandon();
+            return Err(e);
+        }
     }
     staged.commit()
+}
+
+/// What the user should know of the app's confinement: an installed server that fetches from
+/// the web fails with only "a connection issue" of its own when it may reach no network (the
+/// default), so the note says where to widen it.
+fn confinement_note(result: &ValidationResult) -> Option<String> {
+    let report = result.rest.get("confinement")?;
+    let network = report["network"].as_str().unwrap_or_default();
+    (report["confined"] == true && network.starts_with("none")).then(|| {
+        "it runs confined: no network, and files only in its own folders; if it needs more (a web API, other files), \
+         declare it in the manifest's \"permissions\" (README, \"Confinement\"), e.g. \"permissions\": {\"network\": \"any\"}"
+            .to_string()
+    })
 }
 
 impl Staged {
