@@ -383,6 +383,16 @@ fn write_tiny_package(folder: &Path, version: &str, fail: bool) {
     std::fs::write(folder.join("server.js"), tiny_server(version, fail)).unwrap();
 }
 
+/// `apps add` of the tiny package 1.0.0 (a folder `tiny` in `dir`) beside the gateway at `url`,
+/// which must succeed: the package's folder, and what the command wrote.
+fn add_tiny(dir: &Path, url: &str) -> (PathBuf, Output) {
+    let package = dir.join("tiny");
+    write_tiny_package(&package, "1.0.0", false);
+    let out = cli(dir, &["apps", "add", package.to_str().unwrap(), "--url", url]);
+    assert!(out.status.success(), "{}", describe_output(&out));
+    (package, out)
+}
+
 /// "Roll back otherwise" (must show 3): an update whose new version does not start puts the
 /// previous manifest back; the old version runs again, the new one's folder is gone. The package
 /// is a local folder (no registry needed): version 1.0.0 runs, 2.0.0 exits at start.
@@ -390,10 +400,7 @@ fn write_tiny_package(folder: &Path, version: &str, fail: bool) {
 fn an_update_whose_new_version_fails_is_rolled_back() {
     let (dir, gw) = serving_gateway();
     let url = gw.base_url().to_string();
-    let package = dir.path().join("tiny");
-    write_tiny_package(&package, "1.0.0", false);
-    let out = cli(dir.path(), &["apps", "add", package.to_str().unwrap(), "--url", &url]);
-    assert!(out.status.success(), "{}", describe_output(&out));
+    let (package, _) = add_tiny(dir.path(), &url);
     let tiny = app(&gw, "tiny");
     assert_eq!((tiny["state"].as_str(), tiny["version"].as_str()), (Some("running"), Some("1.0.0")), "{tiny}");
     assert!(call(&gw, "tiny.hello", json!({})).unwrap().contains("hello from 1.0.0"));
@@ -453,10 +460,7 @@ fn an_install_the_gateway_does_not_discover_is_named() {
 fn an_update_keeps_the_permissions_the_user_added() {
     let (dir, gw) = serving_gateway();
     let url = gw.base_url().to_string();
-    let package = dir.path().join("tiny");
-    write_tiny_package(&package, "1.0.0", false);
-    let out = cli(dir.path(), &["apps", "add", package.to_str().unwrap(), "--url", &url]);
-    assert!(out.status.success(), "{}", describe_output(&out));
+    let (package, out) = add_tiny(dir.path(), &url);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("it runs confined: no network") && stderr.contains("\"permissions\""), "{stderr}");
 
