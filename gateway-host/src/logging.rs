@@ -453,11 +453,7 @@ mod tests {
         written_as(format, colours, "info", emit)
     }
 
-    /// [`written`] with the filter `filter`, no colours.
-    fn written_with(format: Format, filter: &str, emit: impl FnOnce()) -> String {
-        written_as(format, false, filter, emit)
-    }
-
+    /// [`written`] with the filter `filter`.
     fn written_as(format: Format, colours: bool, filter: &str, emit: impl FnOnce()) -> String {
         #[derive(Clone, Default)]
         struct Capture(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
@@ -491,10 +487,10 @@ mod tests {
             tracing::warn!(target: "rmcp::service", "Error sending notification");
             tracing::warn!(target: "gateway_host::other", "response error of ours");
         };
-        let quiet = written_with(Format::Plain, "info,rmcp=warn", emit);
+        let quiet = written_as(Format::Plain, false, "info,rmcp=warn", emit);
         assert!(!quiet.contains("unknown prompt") && !quiet.contains("rejected") && !quiet.contains("roots/list"), "{quiet}");
         assert!(quiet.contains("Error sending notification") && quiet.contains("response error of ours"), "{quiet}");
-        let verbose = written_with(Format::Json, "debug,rmcp=info", emit);
+        let verbose = written_as(Format::Json, false, "debug,rmcp=info", emit);
         assert!(verbose.contains("unknown prompt") && verbose.contains("rejected") && verbose.contains("roots/list"), "{verbose}");
     }
 

@@ -143,6 +143,9 @@ struct InstallRecord<'a> {
 /// The manifest of `entry` installed as `choices` say: as JSON, and as the text written (its
 /// fields in the order above, which a `Value` would sort).
 pub fn manifest(entry: &PackageEntry, choices: &AppChoices) -> (Value, String) {
+    // `kept` holds no field written here but a raised start timeout ([`kept_fields`]).
+    let mut kept = choices.kept.clone();
+    let startup_timeout_seconds = kept.remove("startupTimeoutSeconds").and_then(|v| v.as_u64()).unwrap_or(STARTUP_TIMEOUT_SECONDS);
     // A declared variable is a placeholder the user fills: its default, else empty, unless a
     // previous version's manifest had a value for it.
     let mut environment = BTreeMap::new();
@@ -166,7 +169,7 @@ pub fn manifest(entry: &PackageEntry, choices: &AppChoices) -> (Value, String) {
         arguments: &entry.arguments,
         environment,
         tool_name_prefix: choices.prefix.clone().unwrap_or_else(|| format!("{}.", choices.id)),
-        startup_timeout_seconds: choices.kept.get("startupTimeoutSeconds").and_then(Value::as_u64).unwrap_or(STARTUP_TIMEOUT_SECONDS),
+        startup_timeout_seconds,
         metadata: Metadata {
             install: InstallRecord {
                 source: &choices.source,
@@ -178,7 +181,7 @@ pub fn manifest(entry: &PackageEntry, choices: &AppChoices) -> (Value, String) {
                 environment: &entry.environment,
             },
         },
-        kept: choices.kept.iter().filter(|(key, _)| !WRITTEN_FIELDS.contains(&key.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect(),
+        kept,
     };
     let text = serde_json::to_string_pretty(&written).expect("a manifest serializes");
     (serde_json::to_value(&written).expect("a manifest serializes"), text + "\n")

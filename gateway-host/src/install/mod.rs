@@ -441,11 +441,10 @@ pub async fn run(
 ) -> Result<Committed, InstallError> {
     let plan = plan.await?;
     let staging = progress.clone();
-    let staged = tokio::task::spawn_blocking(move || stage(plan, &staging))
+    let mut staged = tokio::task::spawn_blocking(move || stage(plan, &staging))
         .await
         .map_err(|e| InstallError::Module(format!("the install task ended: {e}")))??;
     progress.step("checking the manifest (as `gateway-host validate` does)");
-    let mut staged = staged;
     match validate(module, &staged).await {
         Ok(result) => staged.notes.extend(confinement_note(&result)),
         Err(e) => {
