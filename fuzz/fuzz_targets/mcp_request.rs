@@ -3,8 +3,8 @@
 //! per-request `_meta` (protocol version, client capabilities, client info, log level, progress
 //! token).
 //!
-//! The gate runs as the router runs it (`from_fn_with_state(McpEntry, mcp_entry)` on the route), with
-//! a handler behind it that echoes the body it was given. What must hold, for any bytes:
+//! The gate runs as both endpoints run it (`McpEntry::enter`, past the front door), with a
+//! handler behind it that echoes the body it was given. What must hold, for any bytes:
 //! - a body of exactly `Gateway.MaxRequestBytes` is never refused for its size, and one byte over
 //!   is refused with 413, `Connection: close` and a -32600 error naming the limit;
 //! - a body the gate passes reaches the handler byte for byte, is one JSON object with no two
@@ -25,15 +25,11 @@ use std::sync::OnceLock;
 
 use axum::body::{Body, Bytes};
 use axum::http::{header, Method, Request, StatusCode};
-use axum::middleware::from_fn_with_state;
-use axum::routing::post;
-use axum::Router;
-use axum::Extension;
-use gateway_host::fuzzing::{eligible, mcp_entry, BodyLimit, Compatibility, Gated, McpEntry};
+use axum::response::Response;
+use gateway_host::fuzzing::{eligible, BodyLimit, Compatibility, Gated, McpEntry};
 use libfuzzer_sys::fuzz_target;
 use rmcp::model::{ClientJsonRpcMessage, GetMeta, JsonRpcMessage, ProtocolVersion};
 use serde_json::Value;
-use tower::ServiceExt;
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -46,11 +42,13 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 /// What the app proxy would have been handed, after checking what the gate put beside it.
-async fn echo(Extension(Gated(message)): Extension<Gated>, body: Bytes) -> Bytes {
+async fn echo(mut request: Request<Body>) -> Response {
+    let Gated(message) = request.extensions_mut().remove::<Gated>().expect("the gate puts the message beside the body");
+    let body = axum::body::to_bytes(request.into_body(), usize::MAX).await.expect("the body the gate read");
     let read: Value = serde_json::from_slice(&body).expect("the gate passes only JSON");
     assert_eq!(message, read, "the gate's one-pass reading differs from serde_json's");
     short_way(&message);
-    body
+    Response::new(Body::from(body))
 }
 
 /// The short way's check, with the headers a client sends for the message.
@@ -89,7 +87,6 @@ struct Answer {
 /// `POST /apps/mcp/app` with `body`, through the MCP endpoints' way in (the gate) with `limit`.
 fn send(body: &[u8], limit: usize) -> Answer {
     let entry = McpEntry { limit: BodyLimit(limit), replicas: None };
-    let router = Router::new().route("/apps/mcp/{app_id}", post(echo).layer(from_fn_with_state(entry, mcp_entry)));
     let request = Request::builder()
         .method(Method::POST)
         .uri("/apps/mcp/app")
@@ -98,7 +95,7 @@ fn send(body: &[u8], limit: usize) -> Answer {
         .body(Body::from(body.to_vec()))
         .expect("a request");
     runtime().block_on(async move {
-        let response = router.oneshot(request).await.expect("the router answers");
+        let response = entry.enter(request, echo).await;
         let status = response.status();
         let closes = response.headers().get(header::CONNECTION).is_some_and(|v| v == "close");
         let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.expect("the answer's body");

@@ -54,7 +54,7 @@ pub mod fuzzing {
     };
     pub use crate::http::chat::{input_answer, turn_request};
     pub use crate::http::connections::ConnectionLimits;
-    pub use crate::http::front_door::{mcp_entry, McpEntry};
+    pub use crate::http::front_door::McpEntry;
     pub use crate::http::mcp::answer::{read_result_reply, read_result_reply_as_rmcp};
     pub use crate::http::mcp::endpoint_config::Compatibility;
     pub use crate::http::mcp::jsonrpc_gate::{params_problem, BodyLimit, Gated};

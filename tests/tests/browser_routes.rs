@@ -520,10 +520,12 @@ fn auth_matrix_opens_exactly_the_specified_cells() {
                 let cookie = session_cookie(&t);
                 for cred in CREDS {
                     for forwarded in FORWARDED {
-                        for path in ["/apps/health", "/healthz", "/apps/mcp/none"] {
+                        // The MCP endpoints take the front door as a call of their own
+                        // (`front_door.rs` `McpDoor`), not as the router's layer: both are here.
+                        for path in ["/apps/health", "/healthz", "/apps/mcp/none", "/mcp"] {
                             cells += 1;
                             let reply = request_with(&t, path, cred, &cookie, forwarded);
-                            // Once through auth, the apps_mcp GET answers 400 (no session), never 401/403.
+                            // Once through auth, an MCP endpoint's GET answers 400 or 405 (no session), never 401/403.
                             let admitted = reply.status != 401 && reply.status != 403;
                             let want = expected_open(bind, always, allow_query, cred);
                             if admitted != want {
@@ -545,7 +547,7 @@ fn auth_matrix_opens_exactly_the_specified_cells() {
         }
     }
     assert!(failures.is_empty(), "{} of {cells} cells wrong:\n{}", failures.len(), failures.join("\n"));
-    assert_eq!(cells, 2 * 2 * 2 * CREDS.len() * FORWARDED.len() * 3);
+    assert_eq!(cells, 2 * 2 * 2 * CREDS.len() * FORWARDED.len() * 4);
 }
 
 #[test]
@@ -668,19 +670,20 @@ fn cors_preflight_from_allowed_and_disallowed_origins() {
         json!({ "AlwaysRequireAuth": true, "AuthToken": TOKEN }),
         json!({ "Security": { "AllowedOrigins": ["https://allowed.example", "http://localhost:5173/"] } }),
     ));
-    let preflight = |origin: &str| {
+    // Both MCP endpoints, which take the front door as a call of their own (`McpDoor`).
+    let preflight = |path: &str, origin: &str| {
         send(
             gw.client()
-                .request(reqwest::Method::OPTIONS, gw.url("/apps/mcp/grocery-inventory"))
+                .request(reqwest::Method::OPTIONS, gw.url(path))
                 .header("origin", origin)
                 .header("access-control-request-method", "POST")
                 .header("access-control-request-headers", "authorization, content-type, mcp-protocol-version, mcp-session-id"),
         )
     };
-    for origin in ["https://allowed.example", "http://localhost:5173"] {
-        let ok = preflight(origin);
-        assert!(ok.status == 204 || ok.status == 200, "{origin}: {} {}", ok.status, ok.text);
-        assert_eq!(ok.header("access-control-allow-origin").as_deref(), Some(origin));
+    for (path, origin) in ["/apps/mcp/grocery-inventory", "/mcp"].iter().flat_map(|p| ["https://allowed.example", "http://localhost:5173"].map(|o| (*p, o))) {
+        let ok = preflight(path, origin);
+        assert!(ok.status == 204 || ok.status == 200, "{path} {origin}: {} {}", ok.status, ok.text);
+        assert_eq!(ok.header("access-control-allow-origin").as_deref(), Some(origin), "{path}");
         let allowed = ok.header("access-control-allow-headers").unwrap().to_ascii_lowercase();
         for h in ["authorization", "content-type", "mcp-protocol-version", "mcp-session-id", "mcp-method", "mcp-name"] {
             assert!(allowed.contains(h), "{allowed} lacks {h}");
@@ -690,11 +693,11 @@ fn cors_preflight_from_allowed_and_disallowed_origins() {
             assert!(methods.contains(m), "{methods}");
         }
     }
-    for origin in ["https://evil.example", "https://allowed.example.evil", "null"] {
-        let refused = preflight(origin);
-        assert!(refused.status >= 400, "{origin}: {}", refused.status);
+    for (path, origin) in ["/apps/mcp/grocery-inventory", "/mcp"].iter().flat_map(|p| ["https://evil.example", "https://allowed.example.evil", "null"].map(|o| (*p, o))) {
+        let refused = preflight(path, origin);
+        assert!(refused.status >= 400, "{path} {origin}: {}", refused.status);
         let cors: Vec<_> = refused.headers.keys().filter(|k| k.as_str().starts_with("access-control-")).collect();
-        assert!(cors.is_empty(), "{origin}: CORS headers {cors:?}");
+        assert!(cors.is_empty(), "{path} {origin}: CORS headers {cors:?}");
     }
     // Actual requests: the allowed origin can read the answer (including a 401) and Mcp-Session-Id.
     let allowed = send(

@@ -151,8 +151,33 @@ fn claims(replicas: &Option<Arc<replicas::Replicas>>) -> Option<Arc<dyn crate::m
 
 pub fn router(state: Arc<GatewayState>) -> Router {
     let limit = mcp::jsonrpc_gate::BodyLimit(mcp::apps_mcp::max_request_bytes(&state.settings));
-    let mcp_entry = from_fn_with_state(front_door::McpEntry { limit, replicas: state.replicas.clone() }, front_door::mcp_entry);
     let door = front_door::FrontDoor { state: state.clone(), limits: connections::ConnectionLimits::from_settings(&state.settings) };
+    let mcp_door = front_door::McpDoor {
+        door: door.clone(),
+        entry: front_door::McpEntry { limit, replicas: state.replicas.clone() },
+    };
+    let mcp_endpoint = {
+        // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
+        let mux = (!mcp::endpoint_config::tools_only(&state.settings)).then(|| {
+            let mux = mcp::multiplex::Multiplexer::new(state.module.clone(), state.metrics.clone());
+            mux.follow_module();
+            mux
+        });
+        let (service, short) = mcp::gateway_mcp::service(
+            state.tools.clone(),
+            mux,
+            mcp::endpoint_config::Compatibility::from_settings(&state.settings),
+            mcp::apps_mcp::max_request_bytes(&state.settings),
+            mcp::mcp_sessions::for_store(state.chat.store()),
+            state.shutdown.child_token(),
+            state.resource_holds.clone(),
+            claims(&state.replicas),
+        );
+        let door = mcp_door.clone();
+        any(move |request: axum::extract::Request| async move {
+            door.enter(request, |request| mcp::gateway_mcp::handle(service, short, request)).await
+        })
+    };
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::scrape))
@@ -176,29 +201,18 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/sessions", get(chat::list))
         .route("/apps/sessions/{id}", get(chat::get).patch(chat::rename).delete(chat::delete))
         .route("/apps/sessions/{id}/opened", post(chat::opened))
-        .route("/apps/mcp/{app_id}", any(mcp::apps_mcp::handle).layer(mcp_entry.clone()))
-        .nest_service("/mcp", {
-            // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
-            let mux = (!mcp::endpoint_config::tools_only(&state.settings)).then(|| {
-                let mux = mcp::multiplex::Multiplexer::new(state.module.clone(), state.metrics.clone());
-                mux.follow_module();
-                mux
-            });
-            let (service, short) = mcp::gateway_mcp::service(
-                state.tools.clone(),
-                mux,
-                mcp::endpoint_config::Compatibility::from_settings(&state.settings),
-                mcp::apps_mcp::max_request_bytes(&state.settings),
-                mcp::mcp_sessions::for_store(state.chat.store()),
-                state.shutdown.child_token(),
-                state.resource_holds.clone(),
-                claims(&state.replicas),
-            );
-            Router::new()
-                .fallback(move |request: axum::extract::Request| mcp::gateway_mcp::handle(service.clone(), short.clone(), request))
-                .layer(mcp_entry)
-        })
         // Merge further routes above this line so that the front door covers them.
         .layer(from_fn_with_state(door, front_door::front_door))
+        // The MCP endpoints pass the front door and the MCP entry as plain calls, not as layers.
+        .route("/apps/mcp/{app_id}", {
+            let state = state.clone();
+            any(move |request: axum::extract::Request| async move {
+                mcp_door.enter(request, |request| mcp::apps_mcp::handle(state, request)).await
+            })
+        })
+        // Routes, not a nested service: the front door reads the path the client sent (a nested
+        // service sees its own, "/", which the front door would take for the host page's).
+        .route("/mcp", mcp_endpoint.clone())
+        .route("/mcp/{*rest}", mcp_endpoint)
         .with_state(state)
 }

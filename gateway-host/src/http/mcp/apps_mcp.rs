@@ -24,7 +24,8 @@
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
-use axum::extract::{Path, RawQuery, Request, State};
+use axum::extract::{Path, Request};
+use axum::RequestExt;
 use axum::response::{IntoResponse, Response};
 use host_abi::{jsonrpc, AppRequest, EventKind};
 use rmcp::model::{
@@ -146,13 +147,13 @@ pub fn service(
 
 /// Every method of `/apps/mcp/{appId}`: a plain `tools/call` or `resources/read` goes the short way
 /// (`pass_through.rs`); for everything else the target goes on the request and rmcp does the rest.
-pub async fn handle(
-    State(state): State<Arc<GatewayState>>,
-    Path(app_id): Path<String>,
-    RawQuery(query): RawQuery,
-    mut request: Request,
-) -> Response {
-    let session_id = query_param(query.as_deref(), "sessionId").unwrap_or_default();
+/// Called past both doors (`front_door.rs` `McpDoor`), so the path is read after auth.
+pub async fn handle(state: Arc<GatewayState>, mut request: Request) -> Response {
+    let app_id = match request.extract_parts::<Path<String>>().await {
+        Ok(Path(app_id)) => app_id,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let session_id = query_param(request.uri().query(), "sessionId").unwrap_or_default();
     if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {
         state.pass_through.sessions.cancelled_by(request.headers(), &message);
         if let Some(response) = state.pass_through.request(request.method(), request.headers(), &mut message, &app_id, &session_id).await {

@@ -7,12 +7,12 @@
 //! owner checks the same credentials again, since the request goes on with its own headers. The
 //! owner's answer — JSON or an event stream with the app's progress — streams back as it comes.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{OriginalUri, Request};
 use axum::http::{header, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 use host_abi::jsonrpc;
 use http_body_util::BodyExt;
@@ -31,8 +31,12 @@ const HOP_BY_HOP: &[header::HeaderName] =
 /// replica holds goes there. Every answer names
 /// the replica that made it ([`ANSWERED_BY`]): an operator reading a client's log can tell where
 /// its call ran.
-pub async fn to_owner(replicas: Option<&Arc<Replicas>>, request: Request, next: Next) -> Response {
-    let Some(replicas) = replicas else { return next.run(request).await };
+pub async fn to_owner<F: Future<Output = Response>>(
+    replicas: Option<&Arc<Replicas>>,
+    request: Request,
+    next: impl FnOnce(Request) -> F,
+) -> Response {
+    let Some(replicas) = replicas else { return next(request).await };
     // As the client sent it: inside `/mcp` (a nested service) the URI has lost its prefix.
     let uri = request.extensions().get::<OriginalUri>().map(|o| &o.0).unwrap_or(request.uri());
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
@@ -79,9 +83,14 @@ const SESSION_CLAIM: std::time::Duration = std::time::Duration::from_secs(86_400
 
 /// Answers the request on this replica. A session it makes (an `initialize` answered with an
 /// `Mcp-Session-Id`) or restores (`restored`: its replica is gone) is held here from now on.
-async fn here(replicas: &Replicas, restored: Option<String>, request: Request, next: Next) -> Response {
+async fn here<F: Future<Output = Response>>(
+    replicas: &Replicas,
+    restored: Option<String>,
+    request: Request,
+    next: impl FnOnce(Request) -> F,
+) -> Response {
     let initialize = request.extensions().get::<Gated>().is_some_and(|Gated(m)| m.get("method").and_then(Value::as_str) == Some("initialize"));
-    let response = next.run(request).await;
+    let response = next(request).await;
     let made = initialize.then(|| response.headers().get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_string)).flatten();
     if let Some(session) = made.or(restored) {
         replicas.claim(&session, SESSION_CLAIM).await;
