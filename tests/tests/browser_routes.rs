@@ -239,6 +239,11 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     assert!(put.header("allow").is_some_and(|a| a.contains("POST")), "{:?}", put.headers);
     let unknown = gw.client().get(gw.url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", "no-such-session");
     refusal(&send(unknown), 404, "Session not found");
+    // `/mcp` is the endpoint under any path below it too, through the same doors.
+    for path in ["/mcp/", "/mcp/below/it"] {
+        let below = gw.client().post(gw.url(path)).header("content-type", "application/json").header("accept", "application/json, text/event-stream");
+        refusal(&send(below.body(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).to_string())), 400, "Session ID is required");
+    }
 
     // tools/list passes through unfiltered and unprefixed (pages and all).
     let mut names: Vec<String> = Vec::new();

@@ -213,6 +213,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         // Routes, not a nested service: the front door reads the path the client sent (a nested
         // service sees its own, "/", which the front door would take for the host page's).
         .route("/mcp", mcp_endpoint.clone())
+        .route("/mcp/", mcp_endpoint.clone())
         .route("/mcp/{*rest}", mcp_endpoint)
         .with_state(state)
 }
