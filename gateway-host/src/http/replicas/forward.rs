@@ -11,7 +11,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{OriginalUri, Request};
+use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use host_abi::jsonrpc;
@@ -37,9 +37,8 @@ pub async fn to_owner<F: Future<Output = Response>>(
     next: impl FnOnce(Request) -> F,
 ) -> Response {
     let Some(replicas) = replicas else { return next(request).await };
-    // As the client sent it: inside `/mcp` (a nested service) the URI has lost its prefix.
-    let uri = request.extensions().get::<OriginalUri>().map(|o| &o.0).unwrap_or(request.uri());
-    let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+    // As the client sent it: both MCP endpoints are routes of the gateway's router, not nested.
+    let path = request.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
     if let Some(stamp) = request.headers().get(FORWARDED_BY).and_then(|v| v.to_str().ok()) {
         if replicas.verify(stamp, request.method().as_str(), &path) {
             // Sent here by the replica that found us the owner: answered here, never sent on again.
