@@ -239,6 +239,11 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     assert!(put.header("allow").is_some_and(|a| a.contains("POST")), "{:?}", put.headers);
     let unknown = gw.client().get(gw.url("/mcp")).header("accept", "text/event-stream").header("mcp-session-id", "no-such-session");
     refusal(&send(unknown), 404, "Session not found");
+    // So is a DELETE of a session the endpoint does not know (rmcp would end nothing and say yes).
+    for path in ["/apps/mcp/t", "/mcp"] {
+        let delete = gw.client().delete(gw.url(path)).header("mcp-session-id", "no-such-session").header("mcp-protocol-version", "2025-11-25");
+        refusal(&send(delete), 404, "Session not found");
+    }
     // `/mcp` is the endpoint under any path below it too, through the same doors.
     for path in ["/mcp/", "/mcp/below/it"] {
         let below = gw.client().post(gw.url(path)).header("content-type", "application/json").header("accept", "application/json, text/event-stream");
@@ -371,6 +376,35 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
 }
 
 /// Upstream notifications reach an initialize-era client on its session's GET stream (R32).
+/// A path no route serves and a method a route does not take are answered as JSON naming them,
+/// behind the same front door as the routes: without credentials, they are refused first.
+#[test]
+fn unknown_paths_and_methods_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("apps")).unwrap();
+    let cfg = config(dir.path(), json!({ "AlwaysRequireAuth": true, "AuthToken": "the-token" }), json!({}));
+    let gw = GatewayProcess::start_with(GatewayOptions { config: cfg, ..Default::default() });
+    let error = |reply: &Reply, status: u16, code: &str, says: &str| {
+        assert_eq!(reply.status, status, "{}", reply.text);
+        assert_eq!(reply.header("content-type").as_deref(), Some("application/json"), "{}", reply.text);
+        let body = reply.json();
+        assert_eq!(body["error"]["code"], code, "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains(says), "{body}");
+    };
+    for path in ["/nothing", "/apps/mcp/", "/apps/mcp/t/extra", "/apps/assets/x/y"] {
+        error(&send(gw.client().get(gw.url(path))), 401, "unauthorized", "");
+        error(&send(gw.client().get(gw.url(path)).bearer_auth("the-token")), 404, "no_such_route", &format!("No route for GET {path}"));
+    }
+    error(&send(gw.client().delete(gw.url("/nothing")).bearer_auth("the-token")), 404, "no_such_route", "DELETE /nothing");
+    error(&send(gw.client().get(gw.url("/apps/chat"))), 401, "unauthorized", "");
+    let wrong = send(gw.client().get(gw.url("/apps/chat")).bearer_auth("the-token"));
+    error(&wrong, 405, "method_not_allowed", "GET is not allowed on /apps/chat");
+    assert_eq!(wrong.header("allow").as_deref(), Some("POST"), "{:?}", wrong.headers);
+    let wrong = send(gw.client().put(gw.url("/apps/sessions/s1")).bearer_auth("the-token"));
+    error(&wrong, 405, "method_not_allowed", "PUT is not allowed on /apps/sessions/s1");
+    assert!(wrong.header("allow").is_some_and(|a| a.contains("GET") && a.contains("PATCH") && a.contains("DELETE")), "{:?}", wrong.headers);
+}
+
 #[test]
 fn upstream_notifications_reach_the_sse_stream() {
     use std::io::Read;

@@ -68,6 +68,8 @@ pub struct GatewayState {
     pub chat: Arc<crate::chat::agent::Chat>,
     /// The `/apps/mcp/{appId}` endpoint (rmcp's Streamable HTTP server with the app proxy).
     pub apps_mcp: StreamableHttpService<mcp::apps_mcp::AppsMcp, LocalSessionManager>,
+    /// Its sessions (a `DELETE` of one it does not know is refused).
+    pub apps_mcp_sessions: mcp::mcp_sessions::EndpointSessions,
     /// Its short way for plain 2026-07-28 `tools/call` requests.
     pub pass_through: mcp::pass_through::PassThrough,
     /// What `GET /metrics` reports; the registry, the chat and `/apps/mcp` count into it.
@@ -112,7 +114,7 @@ impl GatewayState {
         let chat = Arc::new(crate::chat::agent::Chat::new(tools.clone(), store, provider, metrics.clone()));
         let shutdown = CancellationToken::new();
         let resource_holds = mcp::resource_holds::ResourceHolds::new(module.clone());
-        let (apps_mcp, pass_through) = mcp::apps_mcp::service(
+        let (apps_mcp, pass_through, apps_mcp_sessions) = mcp::apps_mcp::service(
             tools.clone(),
             mcp::endpoint_config::Compatibility::from_settings(&settings),
             mcp::apps_mcp::max_request_bytes(&settings),
@@ -134,6 +136,7 @@ impl GatewayState {
             turns: tokio_util::task::TaskTracker::new(),
             chat,
             apps_mcp,
+            apps_mcp_sessions,
             pass_through,
             metrics,
             store_health,
@@ -163,7 +166,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
             mux.follow_module();
             mux
         });
-        let (service, short) = mcp::gateway_mcp::service(
+        let (service, short, sessions) = mcp::gateway_mcp::service(
             state.tools.clone(),
             mux,
             mcp::endpoint_config::Compatibility::from_settings(&state.settings),
@@ -175,7 +178,7 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         );
         let door = mcp_door.clone();
         any(move |request: axum::extract::Request| async move {
-            door.enter(request, |request| mcp::gateway_mcp::handle(service, short, request)).await
+            door.enter(request, |request| mcp::gateway_mcp::handle(service, short, sessions, request)).await
         })
     };
     Router::new()
@@ -202,6 +205,10 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/sessions/{id}", get(chat::get).patch(chat::rename).delete(chat::delete))
         .route("/apps/sessions/{id}/opened", post(chat::opened))
         // Merge further routes above this line so that the front door covers them.
+        // JSON answers naming the path or method, behind the front door like the routes (the
+        // second applies to the routes added before it).
+        .fallback(json_error::no_such_route)
+        .method_not_allowed_fallback(json_error::method_not_allowed)
         .layer(from_fn_with_state(door, front_door::front_door))
         // The MCP endpoints pass the front door and the MCP entry as plain calls, not as layers.
         .route("/apps/mcp/{app_id}", {

@@ -48,6 +48,7 @@ use crate::http::auth::query_param;
 use super::answer::{self, typed, Forwarded};
 use super::endpoint_config::{server_config, Compatibility};
 use super::mcp_relay::{self, Outcome};
+use super::mcp_sessions::EndpointSessions;
 use super::jsonrpc_gate::Gated;
 use super::known_sessions::{KnownSessions, Registration};
 use super::mcp_tasks::Tasks;
@@ -106,7 +107,8 @@ pub fn service(
     metrics: Arc<Metrics>,
     holds: Arc<ResourceHolds>,
     claims: Option<Arc<dyn Claims>>,
-) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough) {
+) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough, EndpointSessions) {
+    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone());
     let module = tools.module().clone();
     let parked = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());
@@ -139,10 +141,10 @@ pub fn service(
             let session_holds = Arc::new(SessionHolds::new(handler.holds.clone()));
             Ok(AppsMcp { registration: Default::default(), session_holds, ..handler.clone() })
         },
-        Arc::new(LocalSessionManager::default()),
+        endpoint_sessions.live.clone(),
         server_config(shutdown, max_request_bytes, shared_sessions),
     );
-    (service, pass_through)
+    (service, pass_through, endpoint_sessions)
 }
 
 /// Every method of `/apps/mcp/{appId}`: a plain `tools/call` or `resources/read` goes the short way
@@ -160,6 +162,9 @@ pub async fn handle(state: Arc<GatewayState>, mut request: Request) -> Response 
             return response;
         }
         request.extensions_mut().insert(Gated(message));
+    }
+    if let Some(refusal) = state.apps_mcp_sessions.unknown_deleted(request.method(), request.headers()).await {
+        return refusal;
     }
     request.extensions_mut().insert(AppTarget { app_id, session_id });
     state.apps_mcp.handle(request).await.into_response()

@@ -41,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 use super::answer::{self, typed, Forwarded};
 use super::endpoint_config::{server_config, Compatibility};
 use super::jsonrpc_gate::Gated;
+use super::mcp_sessions::EndpointSessions;
 use super::known_sessions::{KnownSessions, Registration, SessionCall};
 use super::mcp_relay::{self, Outcome};
 use super::mcp_tasks::Tasks;
@@ -697,7 +698,8 @@ pub fn service(
     shutdown: CancellationToken,
     holds: Arc<ResourceHolds>,
     claims: Option<Arc<dyn Claims>>,
-) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, GatewayPassThrough) {
+) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, GatewayPassThrough, EndpointSessions) {
+    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone());
     let parked = Arc::new(Parked::claimed_with(claims.clone()));
     let parked_forwards = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());
@@ -729,13 +731,18 @@ pub fn service(
         let session = Arc::new(SessionState::new(handler.holds.clone()));
         Ok(GatewayMcp { registration: Default::default(), session, ..handler.clone() })
     };
-    let service = StreamableHttpService::new(factory, Arc::new(LocalSessionManager::default()), server_config(shutdown, max_request_bytes, shared_sessions));
-    (service, short)
+    let service = StreamableHttpService::new(factory, endpoint_sessions.live.clone(), server_config(shutdown, max_request_bytes, shared_sessions));
+    (service, short, endpoint_sessions)
 }
 
 /// Every request of `/mcp`: a plain `tools/call` or `resources/read` goes the short way
 /// (`pass_through.rs`), everything else to rmcp.
-pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManager>, short: GatewayPassThrough, mut request: axum::extract::Request) -> axum::response::Response {
+pub async fn handle(
+    service: StreamableHttpService<GatewayMcp, LocalSessionManager>,
+    short: GatewayPassThrough,
+    sessions: EndpointSessions,
+    mut request: axum::extract::Request,
+) -> axum::response::Response {
     use axum::response::IntoResponse;
     if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {
         short.sessions.cancelled_by(request.headers(), &message);
@@ -743,6 +750,9 @@ pub async fn handle(service: StreamableHttpService<GatewayMcp, LocalSessionManag
             return response;
         }
         request.extensions_mut().insert(Gated(message));
+    }
+    if let Some(refusal) = sessions.unknown_deleted(request.method(), request.headers()).await {
+        return refusal;
     }
     service.handle(request).await.into_response()
 }
