@@ -104,12 +104,12 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
         replicas.join(state.shutdown.child_token()).await?;
     }
     state.tools.follow_module();
-    let router = http::router(state.clone());
+    let routes = http::routes(state.clone());
     let own = http::sandbox::OwnOrigins::new(
         &[bound.as_slice(), sandbox_bound.as_slice()].concat(),
         state.settings.get_str("Gateway:PublicBaseUrl").as_deref(),
     );
-    let sandbox_router = http::sandbox::router(!state.auth.required, own);
+    let sandbox_routes = http::Routes::router_only(http::sandbox::router(!state.auth.required, own));
 
     // Apps start in the background so that the gateway answers /healthz while they connect.
     let starter = module.clone();
@@ -126,11 +126,11 @@ async fn serve(settings: Settings, loaded: LoadedModule, addrs: Vec<SocketAddr>,
     let mut servers = Vec::new();
     for listener in sandbox_listeners {
         tracing::info!("Sandbox listening on http://{}", listener.local_addr()?);
-        servers.push(spawn_server(listener, sandbox_router.clone(), limits, stop_rx.clone()));
+        servers.push(spawn_server(listener, sandbox_routes.clone(), limits, stop_rx.clone()));
     }
     for listener in listeners {
         tracing::info!("Gateway listening on http://{}", listener.local_addr()?);
-        servers.push(spawn_server(listener, router.clone(), limits, stop_rx.clone()));
+        servers.push(spawn_server(listener, routes.clone(), limits, stop_rx.clone()));
     }
 
     signals.next().await;
@@ -226,15 +226,15 @@ async fn bind_all(addrs: &[SocketAddr], what: &str) -> Result<Vec<tokio::net::Tc
     Ok(listeners)
 }
 
-/// Serves `router` on `listener` until `stop` turns true (then finishes open requests: streams
+/// Serves `routes` on `listener` until `stop` turns true (then finishes open requests: streams
 /// end through `GatewayState::shutdown`).
 fn spawn_server(
     listener: tokio::net::TcpListener,
-    router: axum::Router,
+    routes: http::Routes,
     limits: ConnectionLimits,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(http::connections::serve(listener, router, limits, async move {
+    tokio::spawn(http::connections::serve(listener, routes, limits, async move {
         let _ = stop.wait_for(|s| *s).await;
     }))
 }

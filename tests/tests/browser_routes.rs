@@ -373,6 +373,13 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     let (session, _) = open_session(&gw, "t", "2025-11-25");
     let again = rpc(&gw, "t", &session, "tools/call", json!({"name": "echo", "arguments": {"text": "still here"}}));
     assert_eq!(again["result"]["content"][0]["text"], "echo: still here");
+    // The app id in the path is percent-decoded (as axum's `Path` decoded it); one that is no
+    // UTF-8 then is refused, naming it.
+    let decoded = rpc(&gw, "%74", &session, "tools/call", json!({"name": "echo", "arguments": {"text": "encoded"}}));
+    assert_eq!(decoded["result"]["content"][0]["text"], "echo: encoded", "{decoded}");
+    let reply = post_raw(&gw, "%FF", &session, &json!({"jsonrpc": "2.0", "id": 10, "method": "tools/list"}).to_string());
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert!(reply.json()["error"]["message"].as_str().unwrap().contains("'%FF' is not UTF-8"), "{}", reply.text);
 }
 
 /// Upstream notifications reach an initialize-era client on its session's GET stream (R32).

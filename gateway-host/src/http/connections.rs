@@ -29,15 +29,14 @@ use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Sleep;
 
 use super::json_error::json_error;
+use super::Routes;
 use crate::config::settings::Settings;
 
 const DEFAULT_HEADER_READ: Duration = Duration::from_secs(15);
@@ -63,7 +62,7 @@ impl ConnectionLimits {
 }
 
 /// Serves `router` on `listener` until `stop` resolves, then lets the connections finish.
-pub async fn serve(listener: TcpListener, router: Router, limits: ConnectionLimits, stop: impl Future<Output = ()>) {
+pub async fn serve(listener: TcpListener, routes: Routes, limits: ConnectionLimits, stop: impl Future<Output = ()>) {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(limits.header_read);
     let graceful = GracefulShutdown::new();
@@ -85,7 +84,11 @@ pub async fn serve(listener: TcpListener, router: Router, limits: ConnectionLimi
         // Small SSE and JSON responses must not wait for delayed ACKs (Nagle).
         let _ = tcp.set_nodelay(true);
         let io = TokioIo::new(StallGuard::new(tcp, limits.write_stall));
-        let service = TowerToHyperService::new(router.clone());
+        let routes = routes.clone();
+        let service = hyper::service::service_fn(move |request| {
+            let routes = routes.clone();
+            async move { routes.serve(request).await }
+        });
         let connection = graceful.watch(http.serve_connection(io, service));
         tokio::spawn(async move {
             if let Err(e) = connection.await {

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::middleware::from_fn_with_state;
-use axum::routing::{any, get, post};
+use axum::routing::{get, post};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use axum::Router;
@@ -152,36 +152,57 @@ fn claims(replicas: &Option<Arc<replicas::Replicas>>) -> Option<Arc<dyn crate::m
     replicas.clone().map(|r| r as Arc<dyn crate::module::relay::Claims>)
 }
 
-pub fn router(state: Arc<GatewayState>) -> Router {
+/// What serves the gateway's connections (`connections::serve`): a request for either MCP
+/// endpoint goes straight to it (`mcp/endpoints.rs`), every other one to the router.
+#[derive(Clone)]
+pub struct Routes {
+    mcp: Option<Arc<mcp::endpoints::McpEndpoints>>,
+    router: Router,
+}
+
+impl Routes {
+    /// The router alone: the sandbox's listeners serve no MCP endpoint.
+    pub fn router_only(router: Router) -> Routes {
+        Routes { mcp: None, router }
+    }
+
+    /// Serves one request of a connection.
+    pub async fn serve(&self, request: hyper::Request<hyper::body::Incoming>) -> Result<axum::response::Response, std::convert::Infallible> {
+        use hyper::service::Service;
+        if let Some(mcp) = &self.mcp {
+            if let Some(endpoint) = mcp::endpoints::Endpoint::of(request.uri().path()) {
+                return Ok(mcp.serve(endpoint, request.map(axum::body::Body::new)).await);
+            }
+        }
+        hyper_util::service::TowerToHyperService::new(self.router.clone()).call(request).await
+    }
+}
+
+pub fn routes(state: Arc<GatewayState>) -> Routes {
     let limit = mcp::jsonrpc_gate::BodyLimit(mcp::apps_mcp::max_request_bytes(&state.settings));
     let door = front_door::FrontDoor { state: state.clone(), limits: connections::ConnectionLimits::from_settings(&state.settings) };
-    let mcp_door = front_door::McpDoor {
-        door: door.clone(),
-        entry: front_door::McpEntry { limit, replicas: state.replicas.clone() },
+    // The apps' resources, prompts and completions on `/mcp`, unless it offers tools only.
+    let mux = (!mcp::endpoint_config::tools_only(&state.settings)).then(|| {
+        let mux = mcp::multiplex::Multiplexer::new(state.module.clone(), state.metrics.clone());
+        mux.follow_module();
+        mux
+    });
+    let gateway = mcp::gateway_mcp::service(
+        state.tools.clone(),
+        mux,
+        mcp::endpoint_config::Compatibility::from_settings(&state.settings),
+        limit.0,
+        mcp::mcp_sessions::for_store(state.chat.store()),
+        state.shutdown.child_token(),
+        state.resource_holds.clone(),
+        claims(&state.replicas),
+    );
+    let mcp = mcp::endpoints::McpEndpoints {
+        door: front_door::McpDoor { door: door.clone(), entry: front_door::McpEntry { limit, replicas: state.replicas.clone() } },
+        state: state.clone(),
+        gateway,
     };
-    let mcp_endpoint = {
-        // The apps' resources, prompts and completions, unless `/mcp` offers tools only.
-        let mux = (!mcp::endpoint_config::tools_only(&state.settings)).then(|| {
-            let mux = mcp::multiplex::Multiplexer::new(state.module.clone(), state.metrics.clone());
-            mux.follow_module();
-            mux
-        });
-        let (service, short, sessions) = mcp::gateway_mcp::service(
-            state.tools.clone(),
-            mux,
-            mcp::endpoint_config::Compatibility::from_settings(&state.settings),
-            mcp::apps_mcp::max_request_bytes(&state.settings),
-            mcp::mcp_sessions::for_store(state.chat.store()),
-            state.shutdown.child_token(),
-            state.resource_holds.clone(),
-            claims(&state.replicas),
-        );
-        let door = mcp_door.clone();
-        any(move |request: axum::extract::Request| async move {
-            door.enter(request, |request| mcp::gateway_mcp::handle(service, short, sessions, request)).await
-        })
-    };
-    Router::new()
+    let router = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/metrics", get(metrics::scrape))
         .route("/auth/session", post(auth::create_session))
@@ -204,23 +225,12 @@ pub fn router(state: Arc<GatewayState>) -> Router {
         .route("/apps/sessions", get(chat::list))
         .route("/apps/sessions/{id}", get(chat::get).patch(chat::rename).delete(chat::delete))
         .route("/apps/sessions/{id}/opened", post(chat::opened))
-        // Merge further routes above this line so that the front door covers them.
-        // JSON answers naming the path or method, behind the front door like the routes (the
-        // second applies to the routes added before it).
+        // JSON answers naming the path or method (the second applies to the routes added
+        // before it).
         .fallback(json_error::no_such_route)
         .method_not_allowed_fallback(json_error::method_not_allowed)
+        // Everything above: the MCP endpoints pass the same front door as a plain call.
         .layer(from_fn_with_state(door, front_door::front_door))
-        // The MCP endpoints pass the front door and the MCP entry as plain calls, not as layers.
-        .route("/apps/mcp/{app_id}", {
-            let state = state.clone();
-            any(move |request: axum::extract::Request| async move {
-                mcp_door.enter(request, |request| mcp::apps_mcp::handle(state, request)).await
-            })
-        })
-        // Routes, not a nested service: the front door reads the path the client sent (a nested
-        // service sees its own, "/", which the front door would take for the host page's).
-        .route("/mcp", mcp_endpoint.clone())
-        .route("/mcp/", mcp_endpoint.clone())
-        .route("/mcp/{*rest}", mcp_endpoint)
-        .with_state(state)
+        .with_state(state);
+    Routes { mcp: Some(Arc::new(mcp)), router }
 }

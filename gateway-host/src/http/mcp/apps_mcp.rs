@@ -24,8 +24,7 @@
 use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 
-use axum::extract::{Path, Request};
-use axum::RequestExt;
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use host_abi::{jsonrpc, AppRequest, EventKind};
 use rmcp::model::{
@@ -149,11 +148,16 @@ pub fn service(
 
 /// Every method of `/apps/mcp/{appId}`: a plain `tools/call` or `resources/read` goes the short way
 /// (`pass_through.rs`); for everything else the target goes on the request and rmcp does the rest.
-/// Called past both doors (`front_door.rs` `McpDoor`), so the path is read after auth.
-pub async fn handle(state: Arc<GatewayState>, mut request: Request) -> Response {
-    let app_id = match request.extract_parts::<Path<String>>().await {
-        Ok(Path(app_id)) => app_id,
-        Err(rejection) => return rejection.into_response(),
+/// Called past both doors (`front_door.rs` `McpDoor`), so `app_in_path` (the path's segment,
+/// `endpoints.rs`) is read after auth.
+pub async fn handle(state: Arc<GatewayState>, app_in_path: String, mut request: Request) -> Response {
+    let app_id = match percent_encoding::percent_decode_str(&app_in_path).decode_utf8() {
+        Ok(Cow::Borrowed(_)) => app_in_path,
+        Ok(Cow::Owned(decoded)) => decoded,
+        Err(_) => {
+            let text = format!("Invalid URL: the app id '{app_in_path}' is not UTF-8 once percent-decoded");
+            return (axum::http::StatusCode::BAD_REQUEST, text).into_response();
+        }
     };
     let session_id = query_param(request.uri().query(), "sessionId").unwrap_or_default();
     if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {

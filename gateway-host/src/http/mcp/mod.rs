@@ -2,7 +2,7 @@
 //! ([`gateway_mcp`], R39: the registry's tools, with [`multiplex`] (R46) serving every app's and
 //! server's resources, prompts and completions under [`namespacing`]'s names).
 //!
-//! A request passes [`jsonrpc_gate`] (one parse, strict JSON-RPC), then either the short way
+//! [`endpoints`] takes a request for either from its path, ahead of the router. It passes [`jsonrpc_gate`] (one parse, strict JSON-RPC), then either the short way
 //! ([`pass_through`]: a plain `tools/call` or `resources/read` relayed as it is) or rmcp's Streamable HTTP server.
 //! [`mcp_relay`] carries what an app does during a call back to its client; [`mcp_tasks`] runs
 //! calls as MCP Tasks; [`known_sessions`] and [`mcp_sessions`] keep the initialize-era sessions;
@@ -11,6 +11,7 @@
 pub(crate) mod answer;
 pub mod apps_mcp;
 pub mod endpoint_config;
+pub mod endpoints;
 pub mod gateway_mcp;
 pub(crate) mod jsonrpc_gate;
 mod known_sessions;
