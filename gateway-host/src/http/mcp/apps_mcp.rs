@@ -150,7 +150,7 @@ pub fn service(
 /// (`pass_through.rs`); for everything else the target goes on the request and rmcp does the rest.
 /// Called past both doors (`front_door.rs` `McpDoor`), so `app_in_path` (the path's segment,
 /// `endpoints.rs`) is read after auth.
-pub async fn handle(state: Arc<GatewayState>, app_in_path: String, mut request: Request) -> Response {
+pub async fn handle(state: &GatewayState, app_in_path: String, mut request: Request) -> Response {
     let app_id = match percent_encoding::percent_decode_str(&app_in_path).decode_utf8() {
         Ok(Cow::Borrowed(_)) => app_in_path,
         Ok(Cow::Owned(decoded)) => decoded,

@@ -53,12 +53,9 @@ impl McpEndpoints {
     /// Serves `request` at `endpoint` (the endpoint its path names, [`Endpoint::of`]).
     pub async fn serve(&self, endpoint: Endpoint, request: Request) -> Response {
         match endpoint {
-            Endpoint::Apps(app) => {
-                let state = self.state.clone();
-                self.door.enter(request, |request| super::apps_mcp::handle(state, app, request)).await
-            }
+            Endpoint::Apps(app) => self.door.enter(request, |request| super::apps_mcp::handle(&self.state, app, request)).await,
             Endpoint::Gateway => {
-                let (service, short, sessions) = self.gateway.clone();
+                let (service, short, sessions) = &self.gateway;
                 self.door.enter(request, |request| gateway_mcp::handle(service, short, sessions, request)).await
             }
         }

@@ -738,9 +738,9 @@ pub fn service(
 /// Every request of `/mcp`: a plain `tools/call` or `resources/read` goes the short way
 /// (`pass_through.rs`), everything else to rmcp.
 pub async fn handle(
-    service: StreamableHttpService<GatewayMcp, LocalSessionManager>,
-    short: GatewayPassThrough,
-    sessions: EndpointSessions,
+    service: &StreamableHttpService<GatewayMcp, LocalSessionManager>,
+    short: &GatewayPassThrough,
+    sessions: &EndpointSessions,
     mut request: axum::extract::Request,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
