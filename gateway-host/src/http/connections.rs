@@ -61,7 +61,7 @@ impl ConnectionLimits {
     }
 }
 
-/// Serves `router` on `listener` until `stop` resolves, then lets the connections finish.
+/// Serves `routes` on `listener` until `stop` resolves, then lets the connections finish.
 pub async fn serve(listener: TcpListener, routes: Routes, limits: ConnectionLimits, stop: impl Future<Output = ()>) {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(limits.header_read);

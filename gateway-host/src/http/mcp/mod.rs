@@ -2,8 +2,9 @@
 //! ([`gateway_mcp`], R39: the registry's tools, with [`multiplex`] (R46) serving every app's and
 //! server's resources, prompts and completions under [`namespacing`]'s names).
 //!
-//! [`endpoints`] takes a request for either from its path, ahead of the router. It passes [`jsonrpc_gate`] (one parse, strict JSON-RPC), then either the short way
-//! ([`pass_through`]: a plain `tools/call` or `resources/read` relayed as it is) or rmcp's Streamable HTTP server.
+//! [`endpoints`] takes a request for either by its path, ahead of the router. It passes
+//! [`jsonrpc_gate`] (one parse, strict JSON-RPC), then either the short way ([`pass_through`]: a
+//! plain `tools/call` or `resources/read` relayed as it is) or rmcp's Streamable HTTP server.
 //! [`mcp_relay`] carries what an app does during a call back to its client; [`mcp_tasks`] runs
 //! calls as MCP Tasks; [`known_sessions`] and [`mcp_sessions`] keep the initialize-era sessions;
 //! [`resource_holds`] keeps resource subscriptions.
