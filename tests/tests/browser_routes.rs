@@ -382,7 +382,6 @@ fn apps_mcp_speaks_mcp_forwards_and_refuses_cleanly() {
     assert!(reply.json()["error"]["message"].as_str().unwrap().contains("'%FF' is not UTF-8"), "{}", reply.text);
 }
 
-/// Upstream notifications reach an initialize-era client on its session's GET stream (R32).
 /// A path no route serves and a method a route does not take are answered as JSON naming them,
 /// behind the same front door as the routes: without credentials, they are refused first.
 #[test]
@@ -412,6 +411,7 @@ fn unknown_paths_and_methods_are_named() {
     assert!(wrong.header("allow").is_some_and(|a| a.contains("GET") && a.contains("PATCH") && a.contains("DELETE")), "{:?}", wrong.headers);
 }
 
+/// Upstream notifications reach an initialize-era client on its session's GET stream (R32).
 #[test]
 fn upstream_notifications_reach_the_sse_stream() {
     use std::io::Read;
