@@ -1258,6 +1258,12 @@ fn initialize_era_mcp_sessions_are_served_by_either_replica() {
         assert_eq!(ended.status().as_u16(), 200, "{path} DELETE on B");
         let (status, _, _) = legacy_mcp(&b, path, &session, json!({"jsonrpc": "2.0", "id": 6, "method": "tools/list"}));
         assert_eq!(status, 404, "{path}: the ended session is still served by B");
+        // Nor A, where it began and is still live: a call (the short way's) and any other request.
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": {"text": "via A"}}});
+        let (status, _, answer) = legacy_mcp(&a, path, &session, call);
+        assert_eq!(status, 404, "{path}: the ended session's call is still served by A: {answer}");
+        let (status, _, answer) = legacy_mcp(&a, path, &session, json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}));
+        assert_eq!(status, 404, "{path}: the ended session is still served by A: {answer}");
     }
 }
 

@@ -305,6 +305,37 @@ fn open_session(gw: &GatewayProcess, path: &str) -> Vec<(&'static str, String)> 
     headers
 }
 
+/// A request of an initialize-era session with these headers straight to `gw`: its HTTP status
+/// and the replica that answered.
+fn session_request(gw: &GatewayProcess, method: reqwest::Method, path: &str, headers: &[(&'static str, String)], body: &Value) -> (u16, Option<String>) {
+    let mut request = gw.client().request(method, gw.url(path)).body(body.to_string());
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    let reply = request.send().unwrap_or_else(|e| panic!("{path}: {e}"));
+    let replica = reply.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string);
+    (reply.status().as_u16(), replica)
+}
+
+/// A session opened on one replica and ended (`DELETE`) through another is ended on every
+/// replica: its requests, a call the short way would serve among them, are 404 wherever they land.
+#[test]
+fn a_session_ended_through_any_replica_is_ended_on_all() {
+    let cluster = cluster();
+    for (path, tool) in [("/apps/mcp/rt", "echo"), ("/mcp", "rt.echo")] {
+        let headers = open_session(&cluster.replicas[0], path);
+        let call = json!({ "jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": { "name": tool, "arguments": { "text": "hi" } } });
+        let (status, replica) = session_request(&cluster.replicas[1], reqwest::Method::POST, path, &headers, &call);
+        assert_eq!((status, replica.as_deref()), (200, Some("r0")), "{path}: served by its owner through r1");
+        let (status, replica) = session_request(&cluster.replicas[1], reqwest::Method::DELETE, path, &headers, &Value::Null);
+        assert_eq!((status, replica.as_deref()), (200, Some("r0")), "{path}: ended by its owner through r1");
+        for gw in &cluster.replicas {
+            let (status, replica) = session_request(gw, reqwest::Method::POST, path, &headers, &call);
+            assert_eq!(status, 404, "{path}: the ended session is still served by {replica:?}\n{}", logs(&cluster));
+        }
+    }
+}
+
 /// A replica killed while it runs a call another replica sent it: the caller, waiting on the
 /// other replica, gets a JSON-RPC error naming the one that went away, not a stream that just ends.
 #[test]

@@ -107,7 +107,7 @@ pub fn service(
     holds: Arc<ResourceHolds>,
     claims: Option<Arc<dyn Claims>>,
 ) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough, EndpointSessions) {
-    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone());
+    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone(), claims.is_some());
     let module = tools.module().clone();
     let parked = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());
@@ -160,15 +160,15 @@ pub async fn handle(state: &GatewayState, app_in_path: String, mut request: Requ
         }
     };
     let session_id = query_param(request.uri().query(), "sessionId").unwrap_or_default();
+    if let Some(refusal) = state.apps_mcp_sessions.refusal(request.method(), request.headers()).await {
+        return refusal;
+    }
     if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {
         state.pass_through.sessions.cancelled_by(request.headers(), &message);
         if let Some(response) = state.pass_through.request(request.method(), request.headers(), &mut message, &app_id, &session_id).await {
             return response;
         }
         request.extensions_mut().insert(Gated(message));
-    }
-    if let Some(refusal) = state.apps_mcp_sessions.unknown_deleted(request.method(), request.headers()).await {
-        return refusal;
     }
     request.extensions_mut().insert(AppTarget { app_id, session_id });
     state.apps_mcp.handle(request).await.into_response()

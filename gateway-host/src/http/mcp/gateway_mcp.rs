@@ -699,7 +699,7 @@ pub fn service(
     holds: Arc<ResourceHolds>,
     claims: Option<Arc<dyn Claims>>,
 ) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, GatewayPassThrough, EndpointSessions) {
-    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone());
+    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone(), claims.is_some());
     let parked = Arc::new(Parked::claimed_with(claims.clone()));
     let parked_forwards = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());
@@ -744,15 +744,15 @@ pub async fn handle(
     mut request: axum::extract::Request,
 ) -> axum::response::Response {
     use axum::response::IntoResponse;
+    if let Some(refusal) = sessions.refusal(request.method(), request.headers()).await {
+        return refusal;
+    }
     if let Some(Gated(mut message)) = request.extensions_mut().remove::<Gated>() {
         short.sessions.cancelled_by(request.headers(), &message);
         if let Some(response) = short.request(request.method(), request.headers(), &mut message).await {
             return response;
         }
         request.extensions_mut().insert(Gated(message));
-    }
-    if let Some(refusal) = sessions.unknown_deleted(request.method(), request.headers()).await {
-        return refusal;
     }
     service.handle(request).await.into_response()
 }

@@ -44,30 +44,51 @@ pub fn for_store(store: &Arc<dyn GatewayStore>) -> Option<Arc<dyn SessionStore>>
 pub struct EndpointSessions {
     pub live: Arc<LocalSessionManager>,
     pub shared: Option<Arc<dyn SessionStore>>,
+    /// The store is shared but a session's requests are not sent to the replica holding it (no
+    /// cluster secret, `http/replicas/`): every replica a session's requests reach restores it
+    /// and keeps it live, and a `DELETE` ends it only on the replica it lands on.
+    unrouted: bool,
 }
 
 impl EndpointSessions {
-    pub fn new(shared: Option<Arc<dyn SessionStore>>) -> EndpointSessions {
-        EndpointSessions { live: Arc::new(LocalSessionManager::default()), shared }
+    /// `routed`: requests naming a session go to the replica holding it (`replicas::forward`).
+    pub fn new(shared: Option<Arc<dyn SessionStore>>, routed: bool) -> EndpointSessions {
+        let unrouted = shared.is_some() && !routed;
+        EndpointSessions { live: Arc::new(LocalSessionManager::default()), shared, unrouted }
     }
 
-    /// The answer to a `DELETE` naming a session the endpoint does not know: 404, as the
-    /// transport spec has it and as rmcp answers every other method (its refusal's text, made a
-    /// JSON-RPC error by `endpoint_config::mend_answer`). rmcp itself ends a `DELETE`'s session
-    /// without asking whether there is one, and says yes. `None`: the request goes on to rmcp —
-    /// also when it names no session (rmcp refuses that) or the store cannot tell.
-    pub async fn unknown_deleted(&self, method: &Method, headers: &HeaderMap) -> Option<Response> {
-        if method != Method::DELETE {
+    /// The answer to a request naming a session the endpoint does not have (any more): 404, as
+    /// the transport spec has it and as rmcp answers an unknown session (its refusal's text, made
+    /// a JSON-RPC error by `endpoint_config::mend_answer`). Two cases rmcp does not see:
+    ///
+    /// - a `DELETE` of a session neither live here nor in the shared store: rmcp ends a
+    ///   `DELETE`'s session without asking whether there is one, and says yes;
+    /// - with replicas that do not route sessions ([`EndpointSessions::unrouted`]), any request
+    ///   naming a session live here that the shared store no longer has: it was ended on
+    ///   another replica (or outlived the store's day), and rmcp would go on serving its live
+    ///   copy here. It is closed here too.
+    ///
+    /// `None`: the request goes on — also when it names no session (rmcp refuses that) or the
+    /// store cannot tell. Checked before the short way, which serves known sessions itself.
+    pub async fn refusal(&self, method: &Method, headers: &HeaderMap) -> Option<Response> {
+        let delete = method == Method::DELETE;
+        if !delete && !self.unrouted {
             return None;
         }
         let id = headers.get("mcp-session-id")?.to_str().ok()?;
-        if self.live.has_session(&SessionId::from(id)).await.unwrap_or(true) {
+        let session = SessionId::from(id);
+        let live = self.live.has_session(&session).await.unwrap_or(true);
+        if (live && !self.unrouted) || (!live && !delete) {
             return None;
         }
         if let Some(shared) = &self.shared {
             if !matches!(shared.load(id).await, Ok(None)) {
                 return None;
             }
+        }
+        if live {
+            let _ = self.live.close_session(&session).await;
+            tracing::info!("an MCP session ended on another replica (or expired from the shared store) was closed here too");
         }
         Some((StatusCode::NOT_FOUND, "Not Found: Session not found").into_response())
     }
