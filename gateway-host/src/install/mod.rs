@@ -355,10 +355,14 @@ fn install_into(plan: &Plan, version_dir: &Path, folder: &str, progress: &Progre
             e
         }
         Source::Folder(dir) => {
-            return Err(InstallError::NoServerEntry {
-                package: dir.display().to_string(),
-                why: "the folder holds no package.json (npm) or pyproject.toml (Python)".into(),
-            })
+            let mut why = "the folder holds no package.json (npm) or pyproject.toml (Python)".to_string();
+            if dir.join(MANIFEST_FILE).is_file() {
+                // Already an app (the example apps are): nothing to install, only to discover.
+                why.push_str(&format!(
+                    "; it has an {MANIFEST_FILE} and is an MCP App as it is: put it, or a link to it, in a discovery folder (OpenClaw.McpApps.DiscoveryPaths, ./mcpapps by default)"
+                ));
+            }
+            return Err(InstallError::NoServerEntry { package: dir.display().to_string(), why });
         }
         Source::ServerJson(path) => {
             return Err(InstallError::BadServerJson { path: path.clone(), why: "names no package to install".into() })
@@ -747,6 +751,20 @@ mod tests {
         assert_eq!(readme_arguments(uvx, "mcp-server-time"), Some(vec!["--local-timezone".to_string(), "UTC".to_string()]));
         assert_eq!(readme_arguments("```json\n{\"args\": [\"other\"]}\n```", "@x/server-b"), None);
         assert_eq!(readme_arguments("no blocks", "x"), None);
+    }
+
+    /// A folder that is an app already (it has a manifest, no package) is not installed, and the
+    /// refusal says what to do with it instead; nothing is left in the apps folder.
+    #[test]
+    fn a_folder_that_is_an_app_already_is_refused_saying_where_it_goes() {
+        let (apps, app) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(app.path().join(MANIFEST_FILE), "{}").unwrap();
+        let request = AddRequest { source: app.path().display().to_string(), id: Some("mine".into()), ..Default::default() };
+        let plan = prepare_add(apps.path(), &request, apps.path(), &[]).unwrap();
+        let err = stage(plan, &Progress::new(progress::Style::Quiet)).err().expect("nothing to install");
+        let text = err.to_string();
+        assert!(text.contains("no package.json (npm) or pyproject.toml") && text.contains("put it, or a link to it, in a discovery folder"), "{text}");
+        assert_eq!(std::fs::read_dir(apps.path()).unwrap().count(), 0, "nothing was left");
     }
 
     #[test]
