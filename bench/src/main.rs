@@ -297,8 +297,8 @@ fn write_benchmarks_md(results: &[Value], quick: bool, wall: f64) -> Res<String>
         match name {
             "proxy" | "peers" => {
                 // One row per path and concurrency, then the top-level figures.
-                s.push_str("| path | concurrency | calls | p50 ms | p99 ms | calls/s | p50 ratio | p99 ratio | throughput ratio |\n");
-                s.push_str("|---|---|---|---|---|---|---|---|---|\n");
+                s.push_str("| path | concurrency | calls | p50 ms | p99 ms | calls/s | p50 ratio | p99 ratio | throughput ratio | CPU µs per call |\n");
+                s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
                 let paths = [
                     "direct",
                     "apps_mcp",
@@ -322,7 +322,7 @@ fn write_benchmarks_md(results: &[Value], quick: bool, wall: f64) -> Res<String>
                             }
                         };
                         s.push_str(&format!(
-                            "| {path} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                            "| {path} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                             &c[1..],
                             f("calls"),
                             f("p50_ms"),
@@ -330,7 +330,8 @@ fn write_benchmarks_md(results: &[Value], quick: bool, wall: f64) -> Res<String>
                             f("rps"),
                             f("p50_ratio"),
                             f("p99_ratio"),
-                            f("throughput_ratio")
+                            f("throughput_ratio"),
+                            f("cpu_us_per_call")
                         ));
                     }
                 }

@@ -131,7 +131,8 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
     let concurrencies = [1usize, 16];
     // samples[target][conc]
     let mut samples = vec![vec![Samples::default(); concurrencies.len()]; targets.len()];
-    let mut cpu = vec![0u64; targets.len()];
+    // cpu[target][conc], µs of the process the target's rounds are charged to.
+    let mut cpu = vec![vec![0u64; concurrencies.len()]; targets.len()];
     for round in 0..rounds {
         for (ci, &c) in concurrencies.iter().enumerate() {
             // Rotate the order each round so that drift hits every side.
@@ -147,7 +148,7 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
                     None,
                 )
                 .await;
-                cpu[ti] += cpu_us(pid).saturating_sub(before);
+                cpu[ti][ci] += cpu_us(pid).saturating_sub(before);
                 log(format!(
                     "proxy: round {} c{c} {}: {} calls, {} errors",
                     round + 1,
@@ -172,6 +173,7 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
                 v["p50_ratio"] = ratio(s.pct_ms(50.0), d.pct_ms(50.0)).into();
                 v["p99_ratio"] = ratio(s.pct_ms(99.0), d.pct_ms(99.0)).into();
                 v["throughput_ratio"] = ratio(s.rps(), d.rps()).into();
+                v["cpu_us_per_call"] = round(cpu[ti][ci] as f64 / s.calls().max(1) as f64, 1).into();
             }
             errors += s.errors;
             calls += s.calls();
@@ -179,9 +181,9 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
         }
         if ti > 0 {
             entry["gateway_cpu_us_per_call"] =
-                round(cpu[ti] as f64 / calls.max(1) as f64, 1).into();
+                round(cpu[ti].iter().sum::<u64>() as f64 / calls.max(1) as f64, 1).into();
         } else {
-            entry["gateway_cpu_us_total_during_direct"] = cpu[ti].into();
+            entry["gateway_cpu_us_total_during_direct"] = cpu[ti].iter().sum::<u64>().into();
         }
         out[*name] = entry;
     }
@@ -199,7 +201,8 @@ pub async fn proxy(art: &Artefacts, o: &Opts) -> Res<Value> {
                    (the floor of any proxy; its CPU is its own process's); gateway_cpu_vs_bare_proxy is /apps/mcp's CPU per call ÷ the bare proxy's; top-level p50/p99 ratios are /apps/mcp at concurrency 1, \
                    throughput_ratio /apps/mcp at 16; apps_mcp_2026 is /apps/mcp to the same app declaring the 2026-07-28 \
                    revision (a stateless session: envelope and headers on every request); gateway CPU is /proc/PID/stat utime+stime of gateway-host only (the \
-                   app is a separate process) over its rounds ÷ calls proxied"
+                   app is a separate process) over its rounds ÷ calls proxied: gateway_cpu_us_per_call over the rounds at both \
+                   concurrencies, cpu_us_per_call (the table's CPU column) over those at one"
         .into();
     Ok(out)
 }
