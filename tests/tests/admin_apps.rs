@@ -13,8 +13,15 @@ use support::*;
 const TOKEN: &str = "admin-apps-token-0123456789";
 
 fn gateway(with_token: bool) -> (tempfile::TempDir, GatewayProcess) {
+    gateway_with(with_token, |_| Vec::new())
+}
+
+/// A gateway whose app `ctl` runs the test app with `args(the test's folder)`.
+fn gateway_with(with_token: bool, args: impl Fn(&std::path::Path) -> Vec<String>) -> (tempfile::TempDir, GatewayProcess) {
     let dir = tempfile::tempdir().unwrap();
-    write_manifest(&dir.path().join("apps"), "ctl", &stdio_app("ctl", &[]));
+    let args = args(dir.path());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    write_manifest(&dir.path().join("apps"), "ctl", &stdio_app("ctl", &args));
     let config = json!({
         "Gateway": { "AlwaysRequireAuth": false, "AuthTokenEnv": "ADMIN_APPS_TOKEN" },
         "OpenClaw": { "McpApps": { "Enabled": true, "DiscoveryPaths": [dir.path().join("apps")], "Allow": ["*"] } }
@@ -171,4 +178,73 @@ fn reload_re_reads_allow_deny_and_entries_from_the_configuration_file() {
     assert!(body["error"]["message"].as_str().unwrap().contains("appsettings.json"), "{body}");
     assert_eq!(state(&gw), "running");
     drop(dir);
+}
+
+/// ARCHITECTURE.md's "one live session per app": an app's starts and stops are serialised and
+/// each start or stop begins a new generation, so operators' starts and stops racing each other
+/// leave one process, and a restart scheduled for a lost session does nothing once a start or a
+/// stop came after the loss.
+#[test]
+fn racing_starts_and_stops_leave_one_process_and_stale_restarts_do_nothing() {
+    let (dir, gw) = gateway_with(true, |dir| vec!["--pid-file".into(), dir.join("apps/ctl/ctl.pid").display().to_string()]);
+    let needle = dir.path().join("apps/ctl/ctl.pid").display().to_string();
+    let one_process = || {
+        // Settled: one process, and still one a moment later (nothing starting beside it).
+        wait_until(Duration::from_secs(15), Duration::from_millis(50), || processes_naming(&needle).len() == 1) && {
+            std::thread::sleep(Duration::from_millis(500));
+            processes_naming(&needle).len() == 1
+        }
+    };
+    assert!(one_process(), "{:?}\n{}", processes_naming(&needle), gw.logs());
+
+    // Six operators, each starting and stopping the app at once.
+    std::thread::scope(|scope| {
+        for k in 0..6 {
+            let gw = &gw;
+            scope.spawn(move || {
+                for i in 0..4 {
+                    let what = if (i + k) % 2 == 0 { "start" } else { "stop" };
+                    let (status, body) = admin(gw, &format!("/admin/mcpapps/ctl/{what}"), Some(TOKEN));
+                    assert_eq!(status, 200, "{what}: {body}");
+                }
+            });
+        }
+    });
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/start", Some(TOKEN));
+    assert_eq!((status, &body["app"]["state"]), (200, &json!("running")), "{body}");
+    assert!(one_process(), "after racing starts and stops: {:?}\n{}", processes_naming(&needle), gw.logs());
+    let (reply, _) = try_call(gw.base_url(), "/apps/mcp/ctl", "echo", json!({ "text": "one" }), Duration::from_secs(30)).unwrap();
+    assert_eq!(reply["result"]["content"][0]["text"], "echo: one", "{reply}");
+
+    // Lost, then started by hand before its restart (due a second after the loss): the
+    // scheduled restart does nothing.
+    let kill = |gw: &GatewayProcess| {
+        let (pid, _) = processes_naming(&needle)[0].clone();
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        assert!(wait_until(Duration::from_secs(10), Duration::from_millis(20), || state(gw) == "failed"), "the loss is noticed\n{}", gw.logs());
+    };
+    kill(&gw);
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/start", Some(TOKEN));
+    assert_eq!((status, &body["app"]["state"]), (200, &json!("running")), "{body}");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(one_process(), "a restart for the lost session ran beside the new one: {:?}\n{}", processes_naming(&needle), gw.logs());
+
+    // Stopped while running: its supervisor, now of an old generation, sees the process end and
+    // does nothing (no loss reported, no restart).
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/stop", Some(TOKEN));
+    assert_eq!((status, &body["app"]["state"]), (200, &json!("stopped")), "{body}");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(state(&gw), "stopped", "a stopped app came back\n{}", gw.logs());
+    assert!(processes_naming(&needle).is_empty(), "{:?}", processes_naming(&needle));
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/start", Some(TOKEN));
+    assert_eq!((status, &body["app"]["state"]), (200, &json!("running")), "{body}");
+    assert!(one_process(), "{:?}\n{}", processes_naming(&needle), gw.logs());
+
+    // Lost, then stopped before its restart: it stays stopped.
+    kill(&gw);
+    let (status, body) = admin(&gw, "/admin/mcpapps/ctl/stop", Some(TOKEN));
+    assert_eq!((status, &body["app"]["state"]), (200, &json!("stopped")), "{body}");
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(state(&gw), "stopped", "a restart for the lost session ran after the stop\n{}", gw.logs());
+    assert!(processes_naming(&needle).is_empty(), "{:?}", processes_naming(&needle));
 }

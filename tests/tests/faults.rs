@@ -95,21 +95,6 @@ fn assert_serves(gw: &GatewayProcess, app: &str, text: &str) {
     assert_eq!(response["result"]["structuredContent"]["text"], text, "/mcp {app}.echo: {response}\n{}", gw.logs());
 }
 
-/// Live processes (zombies excluded) with `needle` on their command line: every app process of a
-/// test names the test's folder (its PID file), whichever generation it is.
-fn processes_naming(needle: &str) -> Vec<(i32, String)> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) && process_alive(pid) {
-            found.push((pid, cmdline));
-        }
-    }
-    found
-}
-
 /// Stops the gateway (SIGTERM: exit 0 within its bounds) and checks that no process of this test
 /// outlives it: nothing naming `dir`, none of `pids` (grandchildren, which name nothing).
 fn stop_and_check_no_process_left(mut gw: GatewayProcess, dir: &Path, pids: &[(String, i32)]) {

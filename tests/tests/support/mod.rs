@@ -320,6 +320,21 @@ pub fn read_pid(path: &Path, timeout: Duration) -> i32 {
     }
 }
 
+/// Live processes (zombies excluded) with `needle` on their command line: every app process of a
+/// test names the test's folder (its PID file), whichever generation it is.
+pub fn processes_naming(needle: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(needle) && process_alive(pid) {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
 pub fn process_alive(pid: i32) -> bool {
     // A zombie (exited, not yet reaped) counts as gone.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
