@@ -22,6 +22,8 @@
 //! - [`runtime_is_the_ground`]: the module's `runtime/` imports nothing outside `runtime/`.
 //! - [`host_entry_points_are_leaves`]: in gateway-host, nothing imports serve.rs or commands.rs
 //!   but commands.rs and boundary_check.rs (main.rs, the binary, is out of the library's reach).
+//! - [`results_are_shaped_for_the_model_in_one_place`]: the notes that stand for content a model
+//!   is not shown are written by `tools/model_view.rs` only.
 //! - [`host_folders_point_down`]: the host's folders are layers too, `http` > `chat` | `install` >
 //!   `tools` | `config` > `module`: a file imports its own folder or folders below it, never one
 //!   above it nor a sibling of its rank. The files at the crate's root (metrics, parse_count,
@@ -593,8 +595,16 @@ fn tokens(code: &str) -> Vec<Tok> {
 
 /// The code with comments (doc comments too), string and character literals blanked out.
 fn strip_comments_and_strings(text: &str) -> String {
+    code_and_literals(text).0
+}
+
+/// `text` without comments and with each string literal as `""` (as
+/// [`strip_comments_and_strings`]), and each literal's text (escapes as written) with the byte
+/// offset of its `""` in the code.
+fn code_and_literals(text: &str) -> (String, Vec<(usize, String)>) {
     let c: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
+    let mut literals = Vec::new();
     let ident = |ch: char| ch.is_alphanumeric() || ch == '_';
     let mut i = 0;
     while i < c.len() {
@@ -623,16 +633,20 @@ fn strip_comments_and_strings(text: &str) -> String {
         } else if !prev_ident && matches!(c[i], 'r' | 'b' | 'c') && raw_string_start(&c, i).is_some() {
             let (hashes, quote) = raw_string_start(&c, i).unwrap();
             i = quote + 1;
+            let start = i;
             while i < c.len() && !(c[i] == '"' && (1..=hashes).all(|k| c.get(i + k) == Some(&'#'))) {
                 i += 1;
             }
+            literals.push((out.len(), c[start..i.min(c.len())].iter().collect()));
             i += 1 + hashes;
             out.push_str("\"\"");
         } else if c[i] == '"' {
             i += 1;
+            let start = i;
             while i < c.len() && c[i] != '"' {
                 i += if c[i] == '\\' { 2 } else { 1 };
             }
+            literals.push((out.len(), c[start..i.min(c.len())].iter().collect()));
             i += 1;
             out.push_str("\"\"");
         } else if c[i] == '\'' && c.get(i + 1) == Some(&'\\') {
@@ -651,7 +665,39 @@ fn strip_comments_and_strings(text: &str) -> String {
             i += 1;
         }
     }
-    out
+    (out, literals)
+}
+
+/// The string literals of a file's product code: those inside `#[cfg(test)]` items left out.
+fn product_literals(text: &str) -> Vec<String> {
+    let (code, literals) = code_and_literals(text);
+    let bytes = code.as_bytes();
+    let mut tests = Vec::new();
+    for (at, _) in code.match_indices("#[cfg(test)]") {
+        // The item ends at its `;` or at the brace closing its first `{`, whichever comes first.
+        let mut i = at + "#[cfg(test)]".len();
+        while i < bytes.len() && bytes[i] != b';' && bytes[i] != b'{' {
+            i += 1;
+        }
+        if i < bytes.len() && bytes[i] == b'{' {
+            let mut depth = 0;
+            while i < bytes.len() {
+                match bytes[i] {
+                    b'{' => depth += 1,
+                    b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        }
+        tests.push(at..i);
+    }
+    literals.into_iter().filter(|(at, _)| !tests.iter().any(|t| t.contains(at))).map(|(_, text)| text).collect()
 }
 
 /// At a raw string (`r"…"`, `r#"…"#`, `br"…"`), the number of `#` and the index of its `"`.
@@ -666,6 +712,46 @@ fn raw_string_start(c: &[char], i: usize) -> Option<(usize, usize)> {
     j += 1;
     let hashes = c[j..].iter().take_while(|&&ch| ch == '#').count();
     (c.get(j + hashes) == Some(&'"')).then_some((hashes, j + hashes))
+}
+
+/// ARCHITECTURE.md: no file but `tools/model_view.rs` shapes a tool result for a model. What
+/// shaping writes and nothing else has a reason to — the notes standing for content the model is
+/// not shown (`[link to resource …]`, `[image content (…) not shown]`, `[resource … (…)]`) — is
+/// written by that file's code and by no other product code of any product crate (the issue
+/// that asked for one owner found two of them writing different notes).
+#[test]
+fn results_are_shaped_for_the_model_in_one_place() {
+    const NOTES: [&str; 4] = ["[link to resource", "[resource link", "not shown]", "[resource "];
+    const SHAPER: &str = "gateway-host/src/tools/model_view.rs";
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let (mut elsewhere, mut in_shaper) = (Vec::new(), 0);
+    for name in PRODUCT_CRATES {
+        for shown in Graph::of_crate(name).files.values() {
+            let text = std::fs::read_to_string(repo.join(shown)).unwrap();
+            for literal in product_literals(&text) {
+                if NOTES.iter().any(|note| literal.contains(note)) {
+                    if shown == SHAPER { in_shaper += 1 } else { elsewhere.push(format!("{shown}: \"{literal}\"")) }
+                }
+            }
+        }
+    }
+    assert!(in_shaper >= 3, "{SHAPER} no longer writes the notes this check looks for: update NOTES");
+    assert!(elsewhere.is_empty(), "a tool result is shaped for a model outside {SHAPER}:\n{}", elsewhere.join("\n"));
+}
+
+/// The literals of product code, test items left out.
+#[test]
+fn product_literals_leave_out_test_items_and_comments() {
+    let text = r##"
+        // "in a comment"
+        fn f() -> &'static str { "product" }
+        #[cfg(test)]
+        mod tests { fn g() { let _ = "test {"; } }
+        #[cfg(test)]
+        use x::{y, z};
+        const C: &str = r#"raw "product""#;
+    "##;
+    assert_eq!(product_literals(text), ["product", r#"raw "product""#]);
 }
 
 // ---------------------------------------------------------------------------------------------
