@@ -223,15 +223,25 @@ fn park_a_question(gw: &GatewayProcess, path: &str, tool: &str) -> (Vec<(&'stati
     (headers, body)
 }
 
-/// A POST with these headers: the answering replica (`x-gateway-replica`) and the JSON-RPC
-/// message (read from JSON or an event stream).
-fn post(gw: &GatewayProcess, path: &str, headers: &[(&'static str, String)], body: &Value) -> (Option<String>, Value) {
-    let mut request = gw.client().post(gw.url(path)).body(body.to_string());
+/// A request with these headers (and `body` as JSON) straight to `gw`.
+fn send(gw: &GatewayProcess, method: reqwest::Method, path: &str, headers: &[(&'static str, String)], body: &Value) -> reqwest::blocking::Response {
+    let mut request = gw.client().request(method.clone(), gw.url(path)).body(body.to_string());
     for (name, value) in headers {
         request = request.header(*name, value);
     }
-    let response = request.send().unwrap_or_else(|e| panic!("POST {path}: {e}"));
-    let replica = response.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string);
+    request.send().unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+}
+
+/// The replica that made an answer (`x-gateway-replica`).
+fn answered_by(response: &reqwest::blocking::Response) -> Option<String> {
+    response.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+/// A POST with these headers: the answering replica (`x-gateway-replica`) and the JSON-RPC
+/// message (read from JSON or an event stream).
+fn post(gw: &GatewayProcess, path: &str, headers: &[(&'static str, String)], body: &Value) -> (Option<String>, Value) {
+    let response = send(gw, reqwest::Method::POST, path, headers, body);
+    let replica = answered_by(&response);
     let text = response.text().unwrap_or_default();
     let message = serde_json::from_str::<Value>(&text).ok().or_else(|| {
         text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).find(|m| m.get("id").is_some())
@@ -288,33 +298,21 @@ fn open_session(gw: &GatewayProcess, path: &str) -> Vec<(&'static str, String)> 
     let mut headers = vec![("content-type", "application/json".to_string()), ("accept", "application/json, text/event-stream".to_string())];
     let init = json!({ "jsonrpc": "2.0", "id": 0, "method": "initialize",
         "params": { "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": { "name": "replicas-test", "version": "1" } } });
-    let mut request = gw.client().post(gw.url(path)).body(init.to_string());
-    for (name, value) in &headers {
-        request = request.header(*name, value);
-    }
-    let reply = request.send().unwrap();
+    let reply = send(gw, reqwest::Method::POST, path, &headers, &init);
     let session = reply.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string).expect("a session");
     headers.push(("mcp-session-id", session));
     headers.push(("mcp-protocol-version", "2025-11-25".to_string()));
     let _ = reply.text();
-    let mut initialized = gw.client().post(gw.url(path)).body(json!({ "jsonrpc": "2.0", "method": "notifications/initialized" }).to_string());
-    for (name, value) in &headers {
-        initialized = initialized.header(*name, value);
-    }
-    assert_eq!(initialized.send().unwrap().status().as_u16(), 202);
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    assert_eq!(send(gw, reqwest::Method::POST, path, &headers, &initialized).status().as_u16(), 202);
     headers
 }
 
 /// A request of an initialize-era session with these headers straight to `gw`: its HTTP status
 /// and the replica that answered.
 fn session_request(gw: &GatewayProcess, method: reqwest::Method, path: &str, headers: &[(&'static str, String)], body: &Value) -> (u16, Option<String>) {
-    let mut request = gw.client().request(method, gw.url(path)).body(body.to_string());
-    for (name, value) in headers {
-        request = request.header(*name, value);
-    }
-    let reply = request.send().unwrap_or_else(|e| panic!("{path}: {e}"));
-    let replica = reply.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string);
-    (reply.status().as_u16(), replica)
+    let reply = send(gw, method, path, headers, body);
+    (reply.status().as_u16(), answered_by(&reply))
 }
 
 /// A session opened on one replica and ended (`DELETE`) through another is ended on every
@@ -351,7 +349,7 @@ fn a_replica_killed_mid_call_leaves_its_forwarded_caller_a_clear_error() {
             request = request.header(*name, value);
         }
         let response = request.send().expect("the call through r1");
-        let replica = response.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let replica = answered_by(&response);
         (replica, response.text().unwrap_or_default())
     });
     // The call is running on r0 (the test app counts cancellable calls it started).
@@ -396,7 +394,7 @@ fn a_replica_killed_mid_answer_ends_its_forwarded_stream_with_a_clear_error() {
             request = request.header(*name, value);
         }
         let mut response = request.send().expect("the call through r1");
-        let replica = response.headers().get("x-gateway-replica").and_then(|v| v.to_str().ok()).map(str::to_string);
+        let replica = answered_by(&response);
         let mut text = String::new();
         let mut chunk = [0u8; 4096];
         loop {
