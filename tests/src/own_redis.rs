@@ -27,6 +27,14 @@ impl OwnRedis {
     }
 }
 
+/// What `redis-cli` answers to `command` on the Redis at `url` (any test's, e.g.
+/// `GATEWAY_TEST_REDIS_URL`), trimmed.
+pub fn cli(url: &str, command: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli").arg("-u").arg(url).args(command).output().expect("redis-cli");
+    assert!(out.status.success(), "redis-cli {command:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 impl Drop for OwnRedis {
     fn drop(&mut self) {
         let _ = self.0.kill();

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use gateway_e2e::chat::{start_chat, Frame};
 use gateway_e2e::scripted_llm::{Gate, Outcome, Reply, ScriptedLlm, ScriptedToolCall};
-use gateway_e2e::own_redis::OwnRedis;
+use gateway_e2e::own_redis::{self, OwnRedis};
 use gateway_e2e::{free_port, json, release_bin, wait_until, GatewayOptions, GatewayProcess, Value};
 
 fn secs(n: u64) -> Duration {
@@ -1248,11 +1248,16 @@ fn initialize_era_mcp_sessions_are_served_by_either_replica() {
         let session = session.unwrap_or_else(|| panic!("{path}: no Mcp-Session-Id"));
         let (status, _, _) = legacy_mcp(&a, path, &session, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         assert_eq!(status, 202, "{path} initialized on A");
-        // The next request of that session reaches the other replica.
+        // Its record runs out a day after its last use: make that a minute from now.
+        let record = format!("gateway:chat:mcp:{session}");
+        assert_eq!(own_redis::cli(&redis_url, &["EXPIRE", &record, "60"]), "1", "{path}: no record {record}");
+        // The next request of that session reaches the other replica, and renews the record.
         let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": tool, "arguments": {"text": "via B"}}});
         let (status, _, answer) = legacy_mcp(&b, path, &session, call);
         assert_eq!(status, 200, "{path}: B did not serve A's session: {answer}\n--- B ---\n{}", b.logs());
         assert_eq!(answer["result"]["content"][0]["text"], "echo: via B", "{path}: {answer}");
+        let ttl: u64 = own_redis::cli(&redis_url, &["TTL", &record]).parse().unwrap();
+        assert!(ttl > 86_000, "{path}: a session in use keeps its record a day from now, not {ttl} s");
         // Ending it on B ends it everywhere: A does not restore it any more.
         let ended = b.client().delete(b.url(path)).header("mcp-session-id", &session).header("mcp-protocol-version", "2025-11-25").send().unwrap();
         assert_eq!(ended.status().as_u16(), 200, "{path} DELETE on B");

@@ -670,6 +670,12 @@ fn code_and_literals(text: &str) -> (String, Vec<(usize, String)>) {
 
 /// The string literals of a file's product code: those inside `#[cfg(test)]` items left out.
 fn product_literals(text: &str) -> Vec<String> {
+    product_code(text).1
+}
+
+/// A file's product code: its code as [`code_and_literals`] gives it with the `#[cfg(test)]`
+/// items cut out, and the string literals of what is left.
+fn product_code(text: &str) -> (String, Vec<String>) {
     let (code, literals) = code_and_literals(text);
     let bytes = code.as_bytes();
     let mut tests = Vec::new();
@@ -697,7 +703,9 @@ fn product_literals(text: &str) -> Vec<String> {
         }
         tests.push(at..i);
     }
-    literals.into_iter().filter(|(at, _)| !tests.iter().any(|t| t.contains(at))).map(|(_, text)| text).collect()
+    let in_test = |at: &usize| tests.iter().any(|t| t.contains(at));
+    let kept = code.char_indices().filter(|(at, _)| !in_test(at)).map(|(_, c)| c).collect();
+    (kept, literals.into_iter().filter(|(at, _)| !in_test(at)).map(|(_, text)| text).collect())
 }
 
 /// At a raw string (`r"…"`, `r#"…"#`, `br"…"`), the number of `#` and the index of its `"`.
@@ -739,6 +747,43 @@ fn results_are_shaped_for_the_model_in_one_place() {
     assert!(elsewhere.is_empty(), "a tool result is shaped for a model outside {SHAPER}:\n{}", elsewhere.join("\n"));
 }
 
+/// ARCHITECTURE.md: a tool call's arguments are read in one place, `tools/arguments.rs`. The
+/// gate and the short way ask it whether a request's are plain, `/mcp` takes them out of a
+/// request through it (both its ways), the tool registry puts them in an app's request through
+/// it, the chat has it parse what a model wrote. So no other product code of the host names the
+/// member — the literal `"arguments"` or rmcp's typed field `.arguments` — but where the word
+/// means something else: a server's or an app's command line, and the text of a model's function
+/// call on the OpenAI wire (which the chat hands to `arguments::parse`).
+#[test]
+fn a_tool_calls_arguments_are_read_in_one_place() {
+    const READER: &str = "gateway-host/src/tools/arguments.rs";
+    const OTHER_MEANINGS: [&str; 6] = [
+        "gateway-host/src/commands.rs",          // a command line, shown
+        "gateway-host/src/config/workspace.rs",  // a standard server's command line
+        "gateway-host/src/install/",             // an installed app's command line
+        "gateway-host/src/module/payloads.rs",   // an app's command line, as the module describes it
+        "gateway-host/src/chat/provider.rs",     // the OpenAI wire's function call text
+        "gateway-host/src/chat/agent.rs",        // that text, handed to `arguments::parse`
+    ];
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let (mut elsewhere, mut in_reader) = (Vec::new(), 0);
+    for shown in Graph::of_crate("gateway-host").files.values() {
+        if OTHER_MEANINGS.iter().any(|other| shown.starts_with(other)) {
+            continue;
+        }
+        let (code, literals) = product_code(&std::fs::read_to_string(repo.join(shown)).unwrap());
+        let named = literals.iter().filter(|l| *l == "arguments").count()
+            + code.match_indices(".arguments").filter(|(at, m)| !code[at + m.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')).count();
+        if shown == READER {
+            in_reader += named;
+        } else if named > 0 {
+            elsewhere.push(format!("{shown}: {named}"));
+        }
+    }
+    assert!(in_reader >= 2, "{READER} no longer names the member this check looks for");
+    assert!(elsewhere.is_empty(), "a tool call's arguments are read outside {READER} (times named):\n{}", elsewhere.join("\n"));
+}
+
 /// The literals of product code, test items left out.
 #[test]
 fn product_literals_leave_out_test_items_and_comments() {
@@ -752,6 +797,8 @@ fn product_literals_leave_out_test_items_and_comments() {
         const C: &str = r#"raw "product""#;
     "##;
     assert_eq!(product_literals(text), ["product", r#"raw "product""#]);
+    let (code, _) = product_code(text);
+    assert!(code.contains("fn f()") && code.contains("const C") && !code.contains("mod tests") && !code.contains("use x"), "{code}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -129,7 +129,8 @@ pub trait SessionStore: Send + Sync {
     }
 
     /// An initialize-era MCP session's state (rmcp's `SessionState`, as JSON), for another
-    /// replica to restore it.
+    /// replica to restore it. Reading it renews it: a shared store keeps a record a day from its
+    /// last read or write, so a session in use never runs out while one abandoned does.
     fn mcp_session<'a>(&'a self, _session_id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
         Box::pin(std::future::ready(Ok(None)))
     }

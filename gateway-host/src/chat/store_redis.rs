@@ -9,7 +9,8 @@
 //! - `lock:{id}`     string: the token of the turn that holds the session, with a lease
 //! - `input:{id}:{inputId}` a question of a turn waiting for its answer (an hour at most)
 //! - `mcp:{sessionId}` an initialize-era MCP session of `/apps/mcp` or `/mcp` (its `initialize`
-//!   params), so any replica restores it; a day after it was made
+//!   params), so any replica restores it; a day after it was last read or written (`GETEX`
+//!   renews it: Redis 6.2 or later)
 //! - channel `inputs`: answers that reached another replica than the one whose turn asked,
 //!   published as JSON (`ForwardedInput`) for the replica that waits
 //! - `replica:{id}`  string: the URL a replica is reached at, with the TTL its heartbeat renews
@@ -54,6 +55,9 @@ use super::store_sqlite::{LocalGuard, LocalLocks};
 
 /// The key prefix when none is given.
 pub const DEFAULT_KEY_PREFIX: &str = "gateway:chat:";
+
+/// How long an initialize-era MCP session's record outlives its last read or write.
+const MCP_SESSION_SECONDS: u64 = 86_400;
 
 /// Appends one turn. KEYS: session hash, message list (one slot). ARGV: id, now (ms),
 /// title, the turns the messages add (0 for a page-only note, else 1), then the messages' JSON.
@@ -509,8 +513,13 @@ impl SessionStore for RedisStore {
     fn mcp_session<'a>(&'a self, session_id: &'a str) -> BoxFuture<'a, Result<Option<Value>, StoreError>> {
         async move {
             let mut conn = self.conn().await?;
-            let text: Option<String> =
-                redis::cmd("GET").arg(self.mcp_session_key(session_id)).query_async(&mut conn).await.map_err(redis_err)?;
+            let text: Option<String> = redis::cmd("GETEX")
+                .arg(self.mcp_session_key(session_id))
+                .arg("EX")
+                .arg(MCP_SESSION_SECONDS)
+                .query_async(&mut conn)
+                .await
+                .map_err(redis_err)?;
             text.map(|t| serde_json::from_str(&t).map_err(|e| StoreError::Corrupt(e.to_string()))).transpose()
         }
         .boxed()
@@ -523,7 +532,7 @@ impl SessionStore for RedisStore {
                 .arg(self.mcp_session_key(session_id))
                 .arg(state.to_string())
                 .arg("EX")
-                .arg(86_400)
+                .arg(MCP_SESSION_SECONDS)
                 .query_async::<()>(&mut conn)
                 .await
                 .map_err(redis_err)

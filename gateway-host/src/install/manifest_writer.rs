@@ -87,6 +87,35 @@ pub fn kept_fields(previous: &Value) -> Map<String, Value> {
         .collect()
 }
 
+/// The fields an install writes for how the app starts — `command`, `arguments`, `name` — whose
+/// value in `previous` (its version folder read as the new one's: `v1/…` as `v2/…`) is not what
+/// the new manifest has, each with what it was: a user's hand edit there (an argument added) or
+/// the new package's change. An update does not keep these; it names them so nothing goes
+/// without a word.
+pub fn replaced_fields(previous: &Value, new: &Value) -> Vec<String> {
+    let folder = |m: &Value| m["metadata"]["install"]["folder"].as_str().map(|f| format!("{f}/"));
+    let moved = |value: &Value| match (folder(previous), folder(new)) {
+        (Some(old), Some(new)) => relocated(value, &old, &new),
+        _ => value.clone(),
+    };
+    ["command", "arguments", "name"]
+        .into_iter()
+        .filter_map(|field| {
+            let was = previous.get(field)?;
+            (moved(was) != new[field]).then(|| format!("{field} (was {was})"))
+        })
+        .collect()
+}
+
+/// `value` with each string (or string of an array) that starts with `old` starting with `new`.
+fn relocated(value: &Value, old: &str, new: &str) -> Value {
+    match value {
+        Value::String(s) => Value::String(s.strip_prefix(old).map_or_else(|| s.clone(), |rest| format!("{new}{rest}"))),
+        Value::Array(items) => Value::Array(items.iter().map(|item| relocated(item, old, new)).collect()),
+        other => other.clone(),
+    }
+}
+
 /// An installed app's cold start (npm resolving modules, Python importing `mcp`) is slower than
 /// the module's default 15 s allows on a busy machine.
 const STARTUP_TIMEOUT_SECONDS: u64 = 30;
@@ -333,5 +362,24 @@ mod tests {
         assert_eq!((m["version"].as_str(), m["command"].as_str()), (Some("2.0.0"), Some("v2/.venv/bin/mcp-server-fetch")));
         assert_eq!(m["metadata"]["install"]["folder"], "v2");
         assert!(text.find("\"metadata\"").unwrap() < text.find("\"permissions\"").unwrap(), "kept fields after the rest: {text}");
+        // What it wrote anew is what the old version had, in the new folder: nothing replaced.
+        assert!(replaced_fields(&previous, &m).is_empty(), "{:?}", replaced_fields(&previous, &m));
+    }
+
+    /// An update names the start fields it replaces when the user had changed them (or the new
+    /// package does), the version folder aside.
+    #[test]
+    fn an_update_names_the_start_fields_it_replaces() {
+        let manifest = |folder: &str, arguments: Value, name: &str| {
+            json!({ "name": name, "command": "node", "arguments": arguments, "metadata": { "install": { "folder": folder } } })
+        };
+        let previous = manifest("v1", json!(["v1/node_modules/srv/cli.js", "--verbose"]), "Mine");
+        let new = manifest("v2", json!(["v2/node_modules/srv/cli.js"]), "Server");
+        assert_eq!(
+            replaced_fields(&previous, &new),
+            [r#"arguments (was ["v1/node_modules/srv/cli.js","--verbose"])"#, r#"name (was "Mine")"#]
+        );
+        let same = manifest("v1", json!(["v1/node_modules/srv/cli.js"]), "Server");
+        assert!(replaced_fields(&same, &new).is_empty());
     }
 }

@@ -388,6 +388,12 @@ fn install_into(plan: &Plan, version_dir: &Path, folder: &str, progress: &Progre
     if !kept.is_empty() {
         notes.push(format!("kept from the previous manifest: {}", kept.join(", ")));
     }
+    if let Some(previous) = plan.previous.as_ref().and_then(|p| serde_json::from_str::<Value>(&p.manifest_text).ok()) {
+        let replaced = manifest_writer::replaced_fields(&previous, &manifest);
+        if !replaced.is_empty() {
+            notes.push(format!("written anew from the package, not kept: {} — edit the new manifest if you changed them", replaced.join("; ")));
+        }
+    }
     for var in &entry.environment {
         let value = manifest["environment"][&var.name].as_str().unwrap_or_default();
         if value.is_empty() {

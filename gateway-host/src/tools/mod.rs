@@ -16,7 +16,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use host_abi::{AppRequest, RelayOptIn};
-use serde_json::Map;
 use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -359,9 +358,7 @@ impl ToolRegistry {
         match &spec.source {
             ToolSource::Builtin(builtin) => (builtin::call(*builtin, &self.module, &arguments).await, None),
             ToolSource::Module { app_id, tool_name } => {
-                let mut params = Map::new();
-                params.insert("name".into(), Value::String(tool_name.clone()));
-                params.insert("arguments".into(), arguments);
+                let mut params = arguments::into_params(tool_name, arguments);
                 if meta.is_object() {
                     params.insert("_meta".into(), meta.clone());
                 }

@@ -107,7 +107,7 @@ pub fn service(
     holds: Arc<ResourceHolds>,
     claims: Option<Arc<dyn Claims>>,
 ) -> (StreamableHttpService<AppsMcp, LocalSessionManager>, PassThrough, EndpointSessions) {
-    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone(), claims.is_some());
+    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone(), claims.is_some(), shutdown.clone());
     let module = tools.module().clone();
     let parked = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());

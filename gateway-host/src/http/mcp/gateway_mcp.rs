@@ -50,7 +50,7 @@ use super::namespacing;
 use super::pass_through::{self, Message};
 use super::resource_holds::{ResourceHolds, SessionHolds};
 use crate::module::relay::{Claims, Parked, RelayedCall};
-use crate::tools::{ToolRegistry, ToolResult, ToolSource, ToolSpec};
+use crate::tools::{arguments, ToolRegistry, ToolResult, ToolSource, ToolSpec};
 
 /// The MCP Apps extension a client declares in its capabilities' `extensions` to render app UIs
 /// (MCP Apps spec): such a client also lists and calls the apps' app-only tools.
@@ -178,7 +178,7 @@ impl ServerHandler for GatewayMcp {
     /// and this client's cancel reaches the app.
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let app_host = is_app_host(context.client_capabilities());
@@ -189,7 +189,7 @@ impl ServerHandler for GatewayMcp {
         let name = request.name.to_string();
         let spec = self.tool(&name, app_host).await?;
         let shape = self.shape(&spec, app_host);
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let arguments = arguments::take_typed(&mut request);
         let relay = mcp_relay::relay_opt_in(&context);
         let meta = match context.meta.get_progress_token() {
             Some(token) => json!({ "progressToken": token }),
@@ -699,7 +699,7 @@ pub fn service(
     holds: Arc<ResourceHolds>,
     claims: Option<Arc<dyn Claims>>,
 ) -> (StreamableHttpService<GatewayMcp, LocalSessionManager>, GatewayPassThrough, EndpointSessions) {
-    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone(), claims.is_some());
+    let endpoint_sessions = EndpointSessions::new(shared_sessions.clone(), claims.is_some(), shutdown.clone());
     let parked = Arc::new(Parked::claimed_with(claims.clone()));
     let parked_forwards = Arc::new(Parked::claimed_with(claims.clone()));
     let sessions = Arc::new(KnownSessions::default());
@@ -799,7 +799,7 @@ impl GatewayPassThrough {
                 return Message::error(&id, e, modern);
             }
             let shape = shape_for(&spec, app_host, rewrite);
-            let arguments = params.remove("arguments").unwrap_or(Value::Null);
+            let arguments = arguments::take(&mut params);
             let call_id = registry.module().next_call_id();
             let calling = registry.clone();
             let call = registry.module().relayed(call_id, async move { calling.call_spec(&spec, arguments, call_id, &Value::Null, Some(relay)).await });

@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use host_abi::jsonrpc;
 
 use crate::http::connections::{self, BodyRead};
-use crate::tools::arguments::kind_of;
+use crate::tools::arguments::{self, kind_of};
 use serde_json::{json, Value};
 
 const BATCH_REFUSED: &str = "Invalid Request: JSON-RPC batches are not part of MCP since 2025-06-18; send one message per POST";
@@ -244,11 +244,8 @@ fn plain_tool_call(message: &Value) -> bool {
         && request.get("method").and_then(Value::as_str) == Some("tools/call")
         && request.get("id").is_some_and(|id| id.is_string() || id.is_i64())
         && params.get("name").is_some_and(Value::is_string)
-        && params.iter().all(|(key, value)| match key.as_str() {
-            "name" => true,
-            "arguments" | "_meta" => value.is_object(),
-            _ => false,
-        })
+        && params.get("_meta").is_none_or(Value::is_object)
+        && arguments::are_plain(params, Some(&["name", "_meta"]))
 }
 
 /// The message of a POST that passed the gate, on the request's extensions, so that what comes

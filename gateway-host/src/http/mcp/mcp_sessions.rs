@@ -4,12 +4,14 @@
 //! session this replica does not have, restores it from there; this adapter puts that hook on the
 //! gateway's store (Redis). A single-process store shares nothing, and the hook stays unset.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager, SessionState, SessionStore, SessionStoreError};
+use tokio_util::sync::CancellationToken;
 
 use crate::chat::store::SessionStore as GatewayStore;
 
@@ -52,9 +54,19 @@ pub struct EndpointSessions {
 
 impl EndpointSessions {
     /// `routed`: requests naming a session go to the replica holding it (`replicas::forward`).
-    pub fn new(shared: Option<Arc<dyn SessionStore>>, routed: bool) -> EndpointSessions {
-        let unrouted = shared.is_some() && !routed;
-        EndpointSessions { live: Arc::new(LocalSessionManager::default()), shared, unrouted }
+    /// Then the replica holding a session reads its shared record only to restore it, so the
+    /// records of the sessions live here are renewed every [`RENEW_EVERY`] until `shutdown`
+    /// (unrouted replicas read, and so renew, the record at each request: [`Self::refusal`]).
+    pub fn new(shared: Option<Arc<dyn SessionStore>>, routed: bool, shutdown: CancellationToken) -> EndpointSessions {
+        Self::renewing_every(RENEW_EVERY, shared, routed, shutdown)
+    }
+
+    fn renewing_every(every: Duration, shared: Option<Arc<dyn SessionStore>>, routed: bool, shutdown: CancellationToken) -> EndpointSessions {
+        let live = Arc::new(LocalSessionManager::default());
+        if let (Some(shared), true) = (&shared, routed) {
+            tokio::spawn(renew_live(every, Arc::downgrade(&live), shared.clone(), shutdown));
+        }
+        EndpointSessions { live, unrouted: shared.is_some() && !routed, shared }
     }
 
     /// The answer to a request naming a session the endpoint does not have (any more): 404, as
@@ -91,5 +103,85 @@ impl EndpointSessions {
             tracing::info!("an MCP session ended on another replica (or expired from the shared store) was closed here too");
         }
         Some((StatusCode::NOT_FOUND, "Not Found: Session not found").into_response())
+    }
+}
+
+/// How often a replica that routes sessions renews the shared records of those live on it: well
+/// inside the day a record outlives its last read (`chat::store::SessionStore::mcp_session`).
+pub const RENEW_EVERY: Duration = Duration::from_secs(3600);
+
+/// Reads (so renews) the shared record of each session live on this replica, `every` so often
+/// ([`RENEW_EVERY`]), so that one in use for more than a day can still be restored by another
+/// replica if this one goes. Ends with the endpoint or at `shutdown`.
+async fn renew_live(every: Duration, live: Weak<LocalSessionManager>, shared: Arc<dyn SessionStore>, shutdown: CancellationToken) {
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        let Some(live) = live.upgrade() else { return };
+        let ids: Vec<SessionId> = live.sessions.read().await.keys().cloned().collect();
+        drop(live);
+        for id in ids {
+            if let Err(e) = shared.load(&id).await {
+                tracing::debug!("cannot renew the shared record of MCP session {id}: {e}");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// A shared store that records what was read.
+    #[derive(Default)]
+    struct Reads(Mutex<Vec<String>>);
+
+    #[async_trait::async_trait]
+    impl SessionStore for Reads {
+        async fn load(&self, session_id: &str) -> Result<Option<SessionState>, SessionStoreError> {
+            self.0.lock().unwrap().push(session_id.to_string());
+            Ok(None)
+        }
+        async fn store(&self, _: &str, _: &SessionState) -> Result<(), SessionStoreError> {
+            Ok(())
+        }
+        async fn delete(&self, _: &str) -> Result<(), SessionStoreError> {
+            Ok(())
+        }
+    }
+
+    fn count(reads: &Reads) -> usize {
+        reads.0.lock().unwrap().len()
+    }
+
+    #[tokio::test]
+    async fn a_routing_replica_renews_the_records_of_its_live_sessions_until_shutdown() {
+        let often = Duration::from_millis(10);
+        let reads = Arc::new(Reads::default());
+        let shutdown = CancellationToken::new();
+        let sessions = EndpointSessions::renewing_every(often, Some(reads.clone()), true, shutdown.clone());
+        let (id, _transport) = sessions.live.create_session().await.unwrap();
+        while count(&reads) < 3 {
+            tokio::time::sleep(often).await;
+        }
+        assert!(reads.0.lock().unwrap().iter().all(|read| *read == id.to_string()), "{:?}", reads.0.lock().unwrap());
+        shutdown.cancel();
+        tokio::time::sleep(often * 2).await;
+        let at_shutdown = count(&reads);
+        tokio::time::sleep(often * 10).await;
+        assert_eq!(count(&reads), at_shutdown, "renewed after shutdown");
+
+        // Unrouted replicas read at each request instead; a single process shares nothing.
+        for (shared, routed) in [(Some(reads.clone() as Arc<dyn SessionStore>), false), (None, true)] {
+            let sessions = EndpointSessions::renewing_every(often, shared, routed, CancellationToken::new());
+            sessions.live.create_session().await.unwrap();
+            tokio::time::sleep(often * 10).await;
+        }
+        assert_eq!(count(&reads), at_shutdown, "only a routing replica with a shared store renews");
     }
 }

@@ -69,6 +69,7 @@ use super::endpoint_config::Compatibility;
 use super::known_sessions::{KnownSession, KnownSessions, SessionCall};
 use super::mcp_relay::{self, Caller, Outcome};
 use crate::metrics::{Metrics, ProxiedOutcome};
+use crate::tools::arguments;
 use crate::module::host::ModuleHost;
 use crate::module::relay::{error_object, Parked};
 use crate::tools::ToolRegistry;
@@ -379,7 +380,7 @@ fn plain_request(message: &Value) -> Option<(&'static str, &str, &Map<String, Va
     }
     let plain = match method {
         TOOLS_CALL => {
-            params.get("arguments").is_none_or(Value::is_object) && !["task", "inputResponses", "requestState"].iter().any(|k| params.contains_key(*k))
+            arguments::are_plain(params, None) && !["task", "inputResponses", "requestState"].iter().any(|k| params.contains_key(*k))
         }
         _ => params.keys().all(|k| k == "uri" || k == "_meta"),
     };
