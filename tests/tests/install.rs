@@ -455,7 +455,7 @@ fn an_install_the_gateway_does_not_discover_is_named() {
 
 /// An update keeps what the user added to the manifest: the confinement they widened
 /// (`permissions`, which the gateway then applies to the new version) and a request timeout;
-/// the install said where to widen it.
+/// the install said where to widen it. An argument they added is replaced, and named.
 #[test]
 fn an_update_keeps_the_permissions_the_user_added() {
     let (dir, gw) = serving_gateway();
@@ -468,6 +468,7 @@ fn an_update_keeps_the_permissions_the_user_added() {
     let mut manifest: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     manifest["permissions"] = json!({ "network": "loopback" });
     manifest["requestTimeoutSeconds"] = json!(77);
+    manifest["arguments"].as_array_mut().unwrap().push(json!("--verbose"));
     std::fs::write(&path, serde_json::to_string_pretty(&manifest).unwrap()).unwrap();
     assert!(
         wait_until(Duration::from_secs(60), Duration::from_millis(200), || app(&gw, "tiny")["confinement"]["network"]
@@ -482,6 +483,8 @@ fn an_update_keeps_the_permissions_the_user_added() {
     assert!(out.status.success(), "{}", describe_output(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("kept from the previous manifest: permissions, requestTimeoutSeconds"), "{stderr}");
+    // An argument added by hand is not kept (the package says how it starts), but it is named.
+    assert!(stderr.contains("written anew from the package, not kept: arguments (was [") && stderr.contains("--verbose"), "{stderr}");
     let updated: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!((&updated["permissions"], &updated["requestTimeoutSeconds"]), (&json!({ "network": "loopback" }), &json!(77)), "{updated}");
     let tiny = app(&gw, "tiny");
