@@ -108,7 +108,7 @@ impl EndpointSessions {
 
 /// How often a replica that routes sessions renews the shared records of those live on it: well
 /// inside the day a record outlives its last read (`chat::store::SessionStore::mcp_session`).
-pub const RENEW_EVERY: Duration = Duration::from_secs(3600);
+const RENEW_EVERY: Duration = Duration::from_secs(3600);
 
 /// Reads (so renews) the shared record of each session live on this replica, `every` so often
 /// ([`RENEW_EVERY`]), so that one in use for more than a day can still be restored by another
@@ -166,9 +166,12 @@ mod tests {
         let shutdown = CancellationToken::new();
         let sessions = EndpointSessions::renewing_every(often, Some(reads.clone()), true, shutdown.clone());
         let (id, _transport) = sessions.live.create_session().await.unwrap();
-        while count(&reads) < 3 {
-            tokio::time::sleep(often).await;
-        }
+        let renewed = async {
+            while count(&reads) < 3 {
+                tokio::time::sleep(often).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), renewed).await.expect("no three renewals in 10 s");
         assert!(reads.0.lock().unwrap().iter().all(|read| *read == id.to_string()), "{:?}", reads.0.lock().unwrap());
         shutdown.cancel();
         tokio::time::sleep(often * 2).await;

@@ -69,10 +69,9 @@ use super::endpoint_config::Compatibility;
 use super::known_sessions::{KnownSession, KnownSessions, SessionCall};
 use super::mcp_relay::{self, Caller, Outcome};
 use crate::metrics::{Metrics, ProxiedOutcome};
-use crate::tools::arguments;
 use crate::module::host::ModuleHost;
 use crate::module::relay::{error_object, Parked};
-use crate::tools::ToolRegistry;
+use crate::tools::{arguments, ToolRegistry};
 use super::mcp_tasks::Tasks;
 
 const MODERN: &str = "2026-07-28";
