@@ -780,6 +780,37 @@ fn provider_faults_become_error_frames_and_the_session_survives() {
     assert_eq!(saved["turns"], 2);
 }
 
+/// A provider that does not stream, although asked to, answers one whole `chat.completion`
+/// (`application/json`): its tool calls run and its text is the turn's result. An answer that is
+/// neither an event stream nor JSON (a web page where the API was expected) and a chunk whose text
+/// is a number are errors naming what came, not an empty answer.
+#[test]
+fn a_provider_that_does_not_stream_is_read_whole_and_wrong_answers_are_named() {
+    let llm = ScriptedLlm::start();
+    let dir = tempfile::tempdir().unwrap();
+    write_manifest(dir.path(), "tapp", &test_app_manifest("tapp", &[]));
+    let gw = start_gateway(dir.path(), chat_config(dir.path(), agent(&llm.base_url())));
+    let echo = provider_name(&gw, "tapp.echo");
+    let whole = |message: Value| json!({ "object": "chat.completion", "choices": [{ "index": 0, "finish_reason": "stop", "message": message }] });
+    let call = json!({ "id": "w1", "type": "function", "function": { "name": echo, "arguments": "{\"text\":\"whole\"}" } });
+    llm.push(Reply::raw("application/json", &whole(json!({ "role": "assistant", "content": null, "tool_calls": [call] })).to_string()));
+    llm.push(Reply::raw("application/json; charset=utf-8", &whole(json!({ "role": "assistant", "content": "Echoed." })).to_string()));
+    let frames = good_turn(&gw, json!({ "message": "echo whole", "sessionId": "whole" }));
+    assert_eq!(shape(&frames), ["session", "tool", "tool_result", "text", "result", "done"], "{}", describe(&frames));
+    assert_eq!(frame(&frames, "tool_result").data["text"], "echo: whole", "{}", describe(&frames));
+    assert_eq!(frame(&frames, "result").data["text"], "Echoed.");
+
+    let number = format!("data: {}\n\ndata: [DONE]\n\n", json!({ "choices": [{ "index": 0, "delta": { "content": 5 } }] }));
+    for (what, reply, named) in [
+        ("a web page", Reply::raw("text/html; charset=utf-8", "<html>Sign in</html>"), "it answered text/html; charset=utf-8, neither server-sent events nor JSON"),
+        ("a number for text", Reply::raw("text/event-stream", &number), "delta.content is a number, not text"),
+    ] {
+        llm.push(reply);
+        let (error, frames) = failing_turn(&gw, json!({ "message": format!("try: {what}"), "sessionId": "whole" }));
+        assert!(error.contains(named), "{what}: {error}\n{}", describe(&frames));
+    }
+}
+
 /// A provider streaming nonsense (issue 37): the tool-call index of a billion that killed the
 /// gateway (its list was resized to it), more tool calls than one answer may make, an event
 /// that never ends, arguments without end. Each turn ends with an error frame naming the bound,

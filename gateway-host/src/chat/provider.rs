@@ -1,7 +1,8 @@
 //! The agent's LLM: any OpenAI-compatible Chat Completions endpoint (SPEC R34) — Ollama, vLLM,
 //! llama.cpp's server, OpenAI — asked with `stream: true`, its server-sent events read with the
 //! SSE parser rmcp uses (`sse-stream`, linear in the stream whatever its chunks), text deltas
-//! handed out as they come and tool calls assembled from their streamed pieces.
+//! handed out as they come and tool calls assembled from their streamed pieces; a server that
+//! answers one whole `application/json` completion instead is read whole.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use crate::config::settings::Settings;
+use crate::tools::arguments::kind_of;
 
 /// `Agent.*`: where the model is and how the agent uses it.
 #[derive(Debug, Clone)]
@@ -65,7 +67,7 @@ pub enum ProviderError {
     Unreachable { url: String, message: String },
     #[error("the LLM provider answered HTTP {status}: {body}")]
     Status { status: u16, body: String },
-    #[error("the LLM provider's stream is malformed: {0}")]
+    #[error("the LLM provider's answer is malformed: {0}")]
     Malformed(String),
     #[error("the LLM provider did not finish within {0:?}")]
     Timeout(Duration),
@@ -174,7 +176,39 @@ impl Provider {
         if !status.is_success() {
             return Err(ProviderError::Status { status: status.as_u16(), body: error_body(response).await });
         }
-        read_completion(response.bytes_stream(), on_text).await
+        let content_type = response.headers().get(reqwest::header::CONTENT_TYPE).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        match AnswerKind::of(content_type.as_deref()) {
+            AnswerKind::Stream => read_completion(response.bytes_stream(), on_text).await,
+            AnswerKind::Whole => read_whole_completion(response.bytes_stream(), on_text).await,
+            AnswerKind::Other(what) => Err(ProviderError::Malformed(format!(
+                "it answered {what}, neither server-sent events nor JSON: is Agent.BaseUrl the OpenAI-compatible API (its …/v1)?"
+            ))),
+        }
+    }
+}
+
+/// How a provider's successful answer comes, by its `Content-Type`.
+#[derive(Debug, PartialEq)]
+enum AnswerKind {
+    /// `text/event-stream`, or no type said: the streamed chunks asked for.
+    Stream,
+    /// `application/json`: one whole `chat.completion` (a server that does not stream).
+    Whole,
+    /// Anything else (a web page, a proxy's notice), named as it was said.
+    Other(String),
+}
+
+impl AnswerKind {
+    fn of(content_type: Option<&str>) -> AnswerKind {
+        let Some(content_type) = content_type else { return AnswerKind::Stream };
+        let essence = content_type.split(';').next().unwrap_or_default().trim();
+        if essence.eq_ignore_ascii_case("text/event-stream") {
+            AnswerKind::Stream
+        } else if essence.eq_ignore_ascii_case("application/json") {
+            AnswerKind::Whole
+        } else {
+            AnswerKind::Other(preview(&content_type.chars().filter(|c| !c.is_control()).collect::<String>()))
+        }
     }
 }
 
@@ -254,15 +288,9 @@ where
         if let Some(error) = chunk.get("error") {
             return Err(ProviderError::Malformed(format!("the provider reported an error: {}", preview(&error.to_string()))));
         }
-        let Some(choice) = chunk["choices"].get(0) else { continue };
-        let delta = &choice["delta"];
-        if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
-            completion.text.push_str(text);
-            on_text(text);
-        }
-        for piece in delta["tool_calls"].as_array().into_iter().flatten() {
-            add_tool_call_piece(&mut completion.tool_calls, piece)?;
-        }
+        // A chunk without choices (usage figures only) carries nothing to read.
+        let Some(choice) = choices_of(&chunk, &data)?.first() else { continue };
+        add_message_part(&mut completion, &choice["delta"], "delta", &mut on_text)?;
         if choice["finish_reason"].is_string() {
             finished = true;
         }
@@ -270,6 +298,67 @@ where
     if !finished {
         return Err(ProviderError::Malformed("the stream ended before the answer was complete".into()));
     }
+    completed(completion)
+}
+
+/// Reads an answer that came whole (`application/json`: a server that does not stream although
+/// asked to) into a [`Completion`], its text handed to `on_text` at once; bounded as a stream is.
+async fn read_whole_completion<S, B, E>(body: S, mut on_text: impl FnMut(&str)) -> Result<Completion, ProviderError>
+where
+    S: futures::Stream<Item = Result<B, E>>,
+    B: Into<bytes::Bytes>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let body = bounded(body);
+    futures::pin_mut!(body);
+    let mut bytes = Vec::new();
+    while let Some(chunk) = body.next().await {
+        bytes.extend_from_slice(&chunk.map_err(|e| ProviderError::Malformed(e.to_string()))?);
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let answer: Value = serde_json::from_str(&text).map_err(|e| ProviderError::Malformed(format!("its JSON answer is not JSON ({e}): {}", preview(&text))))?;
+    if let Some(error) = answer.get("error") {
+        return Err(ProviderError::Malformed(format!("the provider reported an error: {}", preview(&error.to_string()))));
+    }
+    let Some(choice) = choices_of(&answer, &text)?.first() else {
+        return Err(ProviderError::Malformed(format!("its JSON answer holds no choice: {}", preview(&text))));
+    };
+    let mut completion = Completion::default();
+    add_message_part(&mut completion, &choice["message"], "message", &mut on_text)?;
+    completed(completion)
+}
+
+/// A chunk's (or a whole answer's) `choices`: none when it has none, an error naming it when they
+/// are not a list.
+fn choices_of<'a>(answer: &'a Value, text: &str) -> Result<&'a [Value], ProviderError> {
+    match &answer["choices"] {
+        Value::Array(choices) => Ok(choices),
+        Value::Null => Ok(&[]),
+        other => Err(ProviderError::Malformed(format!("\"choices\" is {}, not a list: {}", kind_of(other), preview(text)))),
+    }
+}
+
+/// A streamed `delta` or a whole `message` added to `completion`: its text (handed to `on_text`)
+/// and its tool calls' pieces. A field of the wrong type is named, not skipped: an answer read
+/// as empty because its text was a number would hide the provider's fault.
+fn add_message_part(completion: &mut Completion, part: &Value, what: &str, on_text: &mut impl FnMut(&str)) -> Result<(), ProviderError> {
+    match &part["content"] {
+        Value::String(text) if !text.is_empty() => {
+            completion.text.push_str(text);
+            on_text(text);
+        }
+        Value::String(_) | Value::Null => {}
+        other => return Err(ProviderError::Malformed(format!("{what}.content is {}, not text", kind_of(other)))),
+    }
+    match &part["tool_calls"] {
+        Value::Array(pieces) => pieces.iter().try_for_each(|piece| add_tool_call_piece(&mut completion.tool_calls, piece)),
+        Value::Null => Ok(()),
+        other => Err(ProviderError::Malformed(format!("{what}.tool_calls is {}, not a list", kind_of(other)))),
+    }
+}
+
+/// The answer read whole: every tool call named, each with an id.
+fn completed(mut completion: Completion) -> Result<Completion, ProviderError> {
     for (i, call) in completion.tool_calls.iter_mut().enumerate() {
         if call.name.is_empty() {
             return Err(ProviderError::Malformed(format!("tool call {i} has no function name")));
@@ -310,8 +399,12 @@ fn add_tool_call_piece(calls: &mut Vec<ToolCall>, piece: &Value) -> Result<(), P
     if let Some(name) = piece["function"]["name"].as_str() {
         call.name.push_str(name);
     }
-    if let Some(arguments) = piece["function"]["arguments"].as_str() {
-        call.arguments.push_str(arguments);
+    match &piece["function"]["arguments"] {
+        Value::String(arguments) => call.arguments.push_str(arguments),
+        Value::Null => {}
+        // Some servers send the arguments as the object itself, not its text.
+        object @ Value::Object(_) => call.arguments.push_str(&object.to_string()),
+        other => return Err(ProviderError::Malformed(format!("tool call {index}'s arguments are {}, not text", kind_of(other)))),
     }
     Ok(())
 }
@@ -453,6 +546,66 @@ mod tests {
         let events: Vec<Value> = std::iter::once(call_piece(json!(0), "t", "")).chain(std::iter::repeat_n(piece, 300)).chain([finish()]).collect();
         let message = read(&events, 1 << 20).unwrap_err().to_string();
         assert!(message.contains(&MAX_STREAM_BYTES.to_string()), "{message}");
+    }
+
+    /// A field of the wrong type is named, where it used to be skipped (an answer read as empty);
+    /// arguments sent as the object itself are taken as its text.
+    #[test]
+    fn fields_of_the_wrong_type_are_named() {
+        let delta = |d: Value| json!({ "choices": [{ "index": 0, "delta": d }] });
+        for (events, named) in [
+            (vec![json!({ "choices": "x" })], "\"choices\" is a string, not a list"),
+            (vec![delta(json!({ "content": 5 }))], "delta.content is a number, not text"),
+            (vec![delta(json!({ "tool_calls": {} }))], "delta.tool_calls is an object, not a list"),
+            (vec![delta(json!({ "tool_calls": [{ "index": 0, "function": { "name": "t", "arguments": [1] } }] }))], "tool call 0's arguments are an array"),
+        ] {
+            let message = read(&events, 4096).unwrap_err().to_string();
+            assert!(message.contains(named), "{events:?}: {message}");
+        }
+        let object = delta(json!({ "tool_calls": [{ "index": 0, "id": "c", "function": { "name": "t", "arguments": { "a": 1 } } }] }));
+        assert_eq!(read(&[object, finish()], 4096).unwrap().tool_calls[0].arguments, r#"{"a":1}"#);
+        // A chunk of usage figures only (no choices) is no fault.
+        let usage = json!({ "choices": [], "usage": { "total_tokens": 3 } });
+        assert_eq!(read(&[delta(json!({ "content": "ok" })), usage, json!({ "usage": {} }), finish()], 4096).unwrap().text, "ok");
+    }
+
+    /// An answer by its `Content-Type`: the stream asked for, a whole JSON answer from a server
+    /// that does not stream, or something else named (a web page where the API was expected).
+    #[test]
+    fn an_answer_is_read_by_its_content_type() {
+        assert_eq!(AnswerKind::of(None), AnswerKind::Stream);
+        assert_eq!(AnswerKind::of(Some("text/event-stream; charset=utf-8")), AnswerKind::Stream);
+        assert_eq!(AnswerKind::of(Some("Application/JSON")), AnswerKind::Whole);
+        assert_eq!(AnswerKind::of(Some("text/html; charset=utf-8")), AnswerKind::Other("text/html; charset=utf-8".into()));
+
+        let whole = |answer: &str| {
+            let mut streamed = String::new();
+            let chunks = answer.as_bytes().chunks(5).map(|c| Ok::<_, std::io::Error>(c.to_vec())).collect::<Vec<_>>();
+            let read = futures::executor::block_on(read_whole_completion(futures::stream::iter(chunks), |t| streamed.push_str(t)));
+            read.map(|completion| (completion, streamed))
+        };
+        let answer = json!({ "object": "chat.completion", "choices": [{ "index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "Looking.",
+            "tool_calls": [{ "id": "a", "type": "function", "function": { "name": "t1", "arguments": "{}" } },
+                           { "type": "function", "function": { "name": "t2", "arguments": "{\"x\":1}" } }] } }] });
+        let (completion, streamed) = whole(&answer.to_string()).unwrap();
+        assert_eq!((completion.text.as_str(), streamed.as_str()), ("Looking.", "Looking."));
+        assert_eq!(
+            completion.tool_calls,
+            [
+                ToolCall { id: "a".into(), name: "t1".into(), arguments: "{}".into() },
+                ToolCall { id: "call_1".into(), name: "t2".into(), arguments: "{\"x\":1}".into() },
+            ]
+        );
+        for (answer, named) in [
+            ("{\"error\": {\"message\": \"no such model\"}}", "reported an error"),
+            ("{\"choices\": []}", "holds no choice"),
+            ("<html>", "is not JSON"),
+            ("{\"choices\": [{\"message\": {\"content\": {}}}]}", "message.content is an object"),
+        ] {
+            let message = whole(answer).unwrap_err().to_string();
+            assert!(message.contains(named), "{answer}: {message}");
+        }
     }
 
     /// `body` cut into `piece`-byte chunks, read as a provider's answer.
