@@ -43,7 +43,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[doc(hidden)]
 pub mod fuzzing {
     pub use crate::chat::agent::{user_content, AppEvent, TurnRequest};
-    pub use crate::chat::provider::{read_completion, AgentConfig, MAX_STREAM_BYTES, MAX_TOOL_CALLS};
+    pub use crate::chat::provider::{read_completion, read_whole_completion, AgentConfig, Completion, ProviderError, MAX_STREAM_BYTES, MAX_TOOL_CALLS};
     pub use crate::chat::store::title_of;
     pub use crate::config::config_keys::{unknown_keys, UnknownKey};
     pub use crate::config::env_overrides::apply_env_overrides;

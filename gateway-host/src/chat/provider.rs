@@ -303,7 +303,7 @@ where
 
 /// Reads an answer that came whole (`application/json`: a server that does not stream although
 /// asked to) into a [`Completion`], its text handed to `on_text` at once; bounded as a stream is.
-async fn read_whole_completion<S, B, E>(body: S, mut on_text: impl FnMut(&str)) -> Result<Completion, ProviderError>
+pub async fn read_whole_completion<S, B, E>(body: S, mut on_text: impl FnMut(&str)) -> Result<Completion, ProviderError>
 where
     S: futures::Stream<Item = Result<B, E>>,
     B: Into<bytes::Bytes>,
@@ -402,9 +402,12 @@ fn add_tool_call_piece(calls: &mut Vec<ToolCall>, piece: &Value) -> Result<(), P
     match &piece["function"]["arguments"] {
         Value::String(arguments) => call.arguments.push_str(arguments),
         Value::Null => {}
-        // Some servers send the arguments as the object itself, not its text.
-        object @ Value::Object(_) => call.arguments.push_str(&object.to_string()),
-        other => return Err(ProviderError::Malformed(format!("tool call {index}'s arguments are {}, not text", kind_of(other)))),
+        other => {
+            return Err(ProviderError::Malformed(format!(
+                "tool call {index}'s arguments are {}, not text (the API sends the JSON of an object as a string)",
+                kind_of(other)
+            )))
+        }
     }
     Ok(())
 }
@@ -548,8 +551,7 @@ mod tests {
         assert!(message.contains(&MAX_STREAM_BYTES.to_string()), "{message}");
     }
 
-    /// A field of the wrong type is named, where it used to be skipped (an answer read as empty);
-    /// arguments sent as the object itself are taken as its text.
+    /// A field of the wrong type is named, where it used to be skipped (an answer read as empty).
     #[test]
     fn fields_of_the_wrong_type_are_named() {
         let delta = |d: Value| json!({ "choices": [{ "index": 0, "delta": d }] });
@@ -558,12 +560,11 @@ mod tests {
             (vec![delta(json!({ "content": 5 }))], "delta.content is a number, not text"),
             (vec![delta(json!({ "tool_calls": {} }))], "delta.tool_calls is an object, not a list"),
             (vec![delta(json!({ "tool_calls": [{ "index": 0, "function": { "name": "t", "arguments": [1] } }] }))], "tool call 0's arguments are an array"),
+            (vec![delta(json!({ "tool_calls": [{ "index": 0, "function": { "name": "t", "arguments": { "a": 1 } } }] }))], "tool call 0's arguments are an object, not text"),
         ] {
             let message = read(&events, 4096).unwrap_err().to_string();
             assert!(message.contains(named), "{events:?}: {message}");
         }
-        let object = delta(json!({ "tool_calls": [{ "index": 0, "id": "c", "function": { "name": "t", "arguments": { "a": 1 } } }] }));
-        assert_eq!(read(&[object, finish()], 4096).unwrap().tool_calls[0].arguments, r#"{"a":1}"#);
         // A chunk of usage figures only (no choices) is no fault.
         let usage = json!({ "choices": [], "usage": { "total_tokens": 3 } });
         assert_eq!(read(&[delta(json!({ "content": "ok" })), usage, json!({ "usage": {} }), finish()], 4096).unwrap().text, "ok");
