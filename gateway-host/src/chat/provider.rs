@@ -316,7 +316,7 @@ where
         bytes.extend_from_slice(&chunk.map_err(|e| ProviderError::Malformed(e.to_string()))?);
     }
     let text = String::from_utf8_lossy(&bytes);
-    let answer: Value = serde_json::from_str(&text).map_err(|e| ProviderError::Malformed(format!("its JSON answer is not JSON ({e}): {}", preview(&text))))?;
+    let answer: Value = serde_json::from_str(&text).map_err(|e| ProviderError::Malformed(format!("it said application/json but its answer is not JSON ({e}): {}", preview(&text))))?;
     if let Some(error) = answer.get("error") {
         return Err(ProviderError::Malformed(format!("the provider reported an error: {}", preview(&error.to_string()))));
     }
@@ -342,12 +342,24 @@ fn choices_of<'a>(answer: &'a Value, text: &str) -> Result<&'a [Value], Provider
 /// and its tool calls' pieces. A field of the wrong type is named, not skipped: an answer read
 /// as empty because its text was a number would hide the provider's fault.
 fn add_message_part(completion: &mut Completion, part: &Value, what: &str, on_text: &mut impl FnMut(&str)) -> Result<(), ProviderError> {
-    match &part["content"] {
-        Value::String(text) if !text.is_empty() => {
+    let mut add_text = |text: &str| {
+        if !text.is_empty() {
             completion.text.push_str(text);
             on_text(text);
         }
-        Value::String(_) | Value::Null => {}
+    };
+    match &part["content"] {
+        Value::String(text) => add_text(text),
+        Value::Null => {}
+        // Content parts, as some servers write a message: the text of the text parts.
+        Value::Array(parts) => {
+            for part in parts {
+                match (&part["type"], &part["text"]) {
+                    (Value::String(kind), Value::String(text)) if kind == "text" => add_text(text),
+                    _ => return Err(ProviderError::Malformed(format!("{what}.content holds a part that is not text: {}", preview(&part.to_string())))),
+                }
+            }
+        }
         other => return Err(ProviderError::Malformed(format!("{what}.content is {}, not text", kind_of(other)))),
     }
     match &part["tool_calls"] {
@@ -598,11 +610,15 @@ mod tests {
                 ToolCall { id: "call_1".into(), name: "t2".into(), arguments: "{\"x\":1}".into() },
             ]
         );
+        let parts = json!({ "choices": [{ "message": { "content": [{ "type": "text", "text": "One, " }, { "type": "text", "text": "two." }] } }] });
+        let (completion, streamed) = whole(&parts.to_string()).unwrap();
+        assert_eq!((completion.text.as_str(), streamed.as_str()), ("One, two.", "One, two."));
         for (answer, named) in [
             ("{\"error\": {\"message\": \"no such model\"}}", "reported an error"),
             ("{\"choices\": []}", "holds no choice"),
             ("<html>", "is not JSON"),
             ("{\"choices\": [{\"message\": {\"content\": {}}}]}", "message.content is an object"),
+            ("{\"choices\": [{\"message\": {\"content\": [{\"type\": \"image_url\"}]}}]}", "a part that is not text"),
         ] {
             let message = whole(answer).unwrap_err().to_string();
             assert!(message.contains(named), "{answer}: {message}");
